@@ -1,0 +1,247 @@
+import Foundation
+
+/// Settings given on the command line; `nil` means "not given here".
+public struct ConfigurationOverrides: Sendable, Equatable {
+    public var platform: String?
+    public var projectId: String?
+    public var subscriptionKey: String?
+    public var preview: Bool?
+    public var cacheDirectory: String?
+    public var signaturePolicy: String?
+    public var language: String?
+    public var offline: Bool?
+
+    /// Overrides with the given values.
+    public init(
+        platform: String? = nil, projectId: String? = nil, subscriptionKey: String? = nil,
+        preview: Bool? = nil, cacheDirectory: String? = nil, signaturePolicy: String? = nil,
+        language: String? = nil, offline: Bool? = nil
+    ) {
+        self.platform = platform
+        self.projectId = projectId
+        self.subscriptionKey = subscriptionKey
+        self.preview = preview
+        self.cacheDirectory = cacheDirectory
+        self.signaturePolicy = signaturePolicy
+        self.language = language
+        self.offline = offline
+    }
+}
+
+/// Builds a ``MiniAppConfiguration`` from the command line, then `MINIAPP_*` variables, then the
+/// JSON config file, then the defaults, validating every value it takes.
+public struct ConfigurationLoader: Sendable {
+    /// The process environment (or a test's stand-in).
+    public var environment: [String: String]
+    /// The current directory, against which relative paths are resolved.
+    public var currentDirectory: String
+
+    /// A loader reading the given environment.
+    public init(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        currentDirectory: String = FileManager.default.currentDirectoryPath
+    ) {
+        self.environment = environment
+        self.currentDirectory = currentDirectory
+    }
+
+    /// The config file to read, and whether it must exist (it must when `MINIAPP_CONFIG` names it).
+    public var configFile: (path: String, required: Bool)? {
+        if let named = environment["MINIAPP_CONFIG"], !named.isEmpty {
+            return (absolute(named), true)
+        }
+        if let xdg = environment["XDG_CONFIG_HOME"], !xdg.isEmpty {
+            return (absolute(xdg) + "/miniapp/config.json", false)
+        }
+        if let home = environment["HOME"], !home.isEmpty {
+            return (home + "/.config/miniapp/config.json", false)
+        }
+        return nil
+    }
+
+    /// The resolved, validated configuration.
+    public func load(_ overrides: ConfigurationOverrides = ConfigurationOverrides()) throws(ConfigurationError) -> MiniAppConfiguration {
+        let file = try readConfigFile()
+        let lookup = SettingLookup(overrides: overrides, environment: environment, file: file)
+
+        let cacheDirectory = try lookup.string("cacheDir", flag: "--cache-dir", variable: "MINIAPP_CACHE_DIR", override: overrides.cacheDirectory)
+            .map { absolute($0.value) } ?? defaultCacheDirectory()
+        var configuration = MiniAppConfiguration(cacheDirectory: cacheDirectory)
+
+        if let platform = try lookup.string("platform", flag: "--platform", variable: "MINIAPP_PLATFORM", override: overrides.platform) {
+            configuration.platform = try parsePlatform(platform.value, source: platform.source)
+        }
+        if let project = try lookup.string("projectId", flag: "--project-id", variable: "MINIAPP_PROJECT_ID", override: overrides.projectId) {
+            guard Identifier.isValid(project.value) else {
+                throw .invalidValue(setting: "project id", source: project.source, value: project.value,
+                                    expected: "use 1 to 128 characters of A-Z a-z 0-9 . _ -")
+            }
+            configuration.projectId = project.value
+        }
+        if let key = try lookup.string("subscriptionKey", flag: "--subscription-key", variable: "MINIAPP_SUBSCRIPTION_KEY", override: overrides.subscriptionKey) {
+            guard key.value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw .invalidValue(setting: "subscription key", source: key.source, value: "(hidden)",
+                                    expected: "use printable ASCII without spaces")
+            }
+            configuration.subscriptionKey = key.value.isEmpty ? nil : key.value
+        }
+        if let preview = try lookup.bool("preview", flag: "--preview", variable: "MINIAPP_PREVIEW", override: overrides.preview) {
+            configuration.preview = preview
+        }
+        if let offline = try lookup.bool("offline", flag: "--offline", variable: "MINIAPP_OFFLINE", override: overrides.offline) {
+            configuration.offline = offline
+        }
+        if let policy = try lookup.string("signaturePolicy", flag: "--signature-policy", variable: "MINIAPP_SIGNATURE_POLICY", override: overrides.signaturePolicy) {
+            guard let value = SignaturePolicy(rawValue: policy.value) else {
+                throw .invalidValue(setting: "signature policy", source: policy.source, value: policy.value,
+                                    expected: "use required or advisory")
+            }
+            configuration.signaturePolicy = value
+        }
+        if let language = try lookup.string("lang", flag: "--lang", variable: "MINIAPP_LANG", override: overrides.language) {
+            guard Self.isValidLanguage(language.value) else {
+                throw .invalidValue(setting: "language", source: language.source, value: language.value,
+                                    expected: "use a language code such as en, ja-JP or default")
+            }
+            configuration.language = language.value
+        }
+        configuration.network = try lookup.networkSettings()
+        return configuration
+    }
+
+    /// Whether `code` looks like a language code (`en`, `ja-JP`, `zh_Hant`, `default`).
+    public static func isValidLanguage(_ code: String) -> Bool {
+        !code.isEmpty && code.utf8.count <= 35 && code.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }
+    }
+
+    private func defaultCacheDirectory() -> String {
+        if let xdg = environment["XDG_CACHE_HOME"], !xdg.isEmpty { return absolute(xdg) + "/miniapp" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.cache/miniapp"
+    }
+
+    private func absolute(_ path: String) -> String {
+        let expanded = path.hasPrefix("~/") ? (environment["HOME"] ?? NSHomeDirectory()) + path.dropFirst(1) : path
+        let url = expanded.hasPrefix("/")
+            ? URL(fileURLWithPath: expanded)
+            : URL(fileURLWithPath: expanded, relativeTo: URL(fileURLWithPath: currentDirectory, isDirectory: true))
+        return url.standardizedFileURL.path
+    }
+
+    private func parsePlatform(_ value: String, source: String) throws(ConfigurationError) -> PlatformLocation {
+        let lowered = value.lowercased()
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
+            let withSlash = value.hasSuffix("/") ? value : value + "/"
+            guard let url = URL(string: withSlash), let host = url.host, !host.isEmpty,
+                  url.query == nil, url.fragment == nil, url.user == nil else {
+                throw .invalidValue(setting: "platform", source: source, value: value,
+                                    expected: "use a base URL such as https://platform.example/ (no query, fragment or credentials)")
+            }
+            return .remote(url)
+        }
+        if value.contains("://") {
+            throw .invalidValue(setting: "platform", source: source, value: value,
+                                expected: "use an http:// or https:// URL or a registry directory")
+        }
+        let path = absolute(value)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .invalidValue(setting: "platform", source: source, value: value,
+                                expected: "use an http:// or https:// URL or an existing registry directory")
+        }
+        return .registry(path: path)
+    }
+
+    private func readConfigFile() throws(ConfigurationError) -> [String: JSONValue] {
+        guard let (path, required) = configFile else { return [:] }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            let exists = FileManager.default.fileExists(atPath: path)
+            if !required, !exists { return [:] }
+            throw .unreadableFile(path: path, reason: exists ? "it cannot be read" : "it does not exist")
+        }
+        guard case .object(let dictionary)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+            throw .unreadableFile(path: path, reason: "it is not a JSON object")
+        }
+        return dictionary
+    }
+}
+
+/// Looks one setting up in the command line, the environment and the config file, in that order.
+private struct SettingLookup {
+    let overrides: ConfigurationOverrides
+    let environment: [String: String]
+    let file: [String: JSONValue]
+
+    typealias Found<Value> = (value: Value, source: String)
+    private static let fileSource = "the config file"
+
+    func string(_ key: String, flag: String, variable: String, override: String?) throws(ConfigurationError) -> Found<String>? {
+        if let override { return (override, flag) }
+        if let value = environment[variable], !value.isEmpty { return (value, variable) }
+        switch file[key] {
+        case nil, .null?: return nil
+        case .string(let value)?: return (value, Self.fileSource)
+        case let other?:
+            throw .invalidValue(setting: key, source: Self.fileSource, value: other.compactText, expected: "use a string")
+        }
+    }
+
+    func bool(_ key: String, flag: String, variable: String, override: Bool?) throws(ConfigurationError) -> Bool? {
+        if let override { return override }
+        if let value = environment[variable], !value.isEmpty {
+            switch value.lowercased() {
+            case "1", "true", "yes": return true
+            case "0", "false", "no": return false
+            default:
+                throw .invalidValue(setting: key, source: variable, value: value, expected: "use 1/true/yes or 0/false/no")
+            }
+        }
+        switch file[key] {
+        case nil, .null?: return nil
+        case .bool(let value)?: return value
+        case let other?:
+            throw .invalidValue(setting: key, source: Self.fileSource, value: other.compactText, expected: "use true or false")
+        }
+    }
+
+    func networkSettings() throws(ConfigurationError) -> NetworkSettings {
+        var settings = NetworkSettings()
+        let retry = try section("retry")
+        if let value = try number(retry, "maxAttempts", in: "retry", range: 1...100) { settings.retry.maxAttempts = Int(value) }
+        if let value = try number(retry, "initialDelayMs", in: "retry", range: 0...600_000) { settings.retry.initialDelay = .milliseconds(value) }
+        if let value = try number(retry, "maxDelayMs", in: "retry", range: 0...600_000) { settings.retry.maxDelay = .milliseconds(value) }
+        if let value = try number(retry, "budgetSeconds", in: "retry", range: 0...3600) { settings.retry.totalBudget = .milliseconds(value * 1000) }
+        if let value = try number(retry, "maxRetryAfterSeconds", in: "retry", range: 0...3600) { settings.retry.maxRetryAfter = .milliseconds(value * 1000) }
+        let timeouts = try section("timeouts")
+        if let value = try number(timeouts, "connectSeconds", in: "timeouts", range: 0.001...3600) { settings.connectTimeout = .milliseconds(value * 1000) }
+        if let value = try number(timeouts, "readSeconds", in: "timeouts", range: 0.001...3600) { settings.readTimeout = .milliseconds(value * 1000) }
+        if let value = try number(file, "maxResponseBytes", in: nil, range: 1024...Double(1 << 34)) { settings.maxResponseBytes = Int(value) }
+        return settings
+    }
+
+    private func section(_ key: String) throws(ConfigurationError) -> [String: JSONValue] {
+        switch file[key] {
+        case nil, .null?: return [:]
+        case .object(let dictionary)?: return dictionary
+        case let other?:
+            throw .invalidValue(setting: key, source: Self.fileSource, value: other.compactText, expected: "use a JSON object")
+        }
+    }
+
+    private func number(_ dictionary: [String: JSONValue], _ key: String, in section: String?, range: ClosedRange<Double>) throws(ConfigurationError) -> Double? {
+        let name = section.map { "\($0).\(key)" } ?? key
+        switch dictionary[key] {
+        case nil, .null?: return nil
+        case .number(let value)? where range.contains(value): return value
+        case let other?:
+            throw .invalidValue(setting: name, source: Self.fileSource, value: other.compactText,
+                                expected: "use a number from \(range.lowerBound) to \(range.upperBound)")
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// A complete platform answer: status, headers and the whole body.
+struct HTTPAnswer: Sendable {
+    var status: Int
+    var headers: HTTPHeaders
+    var body: Data
+}
+
+extension PlatformClient {
+    /// The headers every platform API request carries.
+    var requestHeaders: HTTPHeaders {
+        var headers = HTTPHeaders()
+        headers.add(name: "User-Agent", value: PackageInfo.userAgent)
+        headers.add(name: "Accept", value: "application/json")
+        headers.add(name: "ras-app-id", value: projectId)
+        headers.add(name: "ras-sdk-name", value: PackageInfo.name)
+        headers.add(name: "ras-sdk-version", value: PackageInfo.version)
+        if let subscriptionKey {
+            headers.add(name: "apiKey", value: subscriptionKey.hasPrefix("ras-") ? subscriptionKey : "ras-" + subscriptionKey)
+        }
+        return headers
+    }
+
+    /// GETs `path` under the base URL and returns the 2xx answer, retrying connection errors, 5xx and
+    /// 429 within the retry policy, and mapping every other failure to a ``PlatformError``.
+    func get(path: String, query: [(String, String)] = [], resource: String) async throws -> HTTPAnswer {
+        let url = baseURL.absoluteString + path + Self.queryString(query)
+        let policy = network.retry
+        let clock = ContinuousClock()
+        let deadline = clock.now + policy.totalBudget
+        var attempt = 0
+        while true {
+            attempt += 1
+            try Task.checkCancellation()
+            var failure: PlatformError
+            var delay = policy.backoff(beforeRetry: attempt)
+            logger.debug("platform request", metadata: ["url": "\(url)", "attempt": "\(attempt)"])
+            do {
+                let answer = try await send(url: url, until: deadline)
+                switch answer.status {
+                case 200..<300:
+                    return answer
+                case 429:
+                    let retryAfter = Self.retryAfter(answer.headers)
+                    failure = .rateLimited(resource: resource, retryAfterSeconds: retryAfter.map { Int(($0.nanoseconds + 999_999_999) / 1_000_000_000) })
+                    if let retryAfter {
+                        guard retryAfter <= policy.maxRetryAfter else { throw failure }
+                        delay = retryAfter
+                    }
+                case 408, 500..<600:
+                    failure = .serverError(resource: resource, status: answer.status, attempts: attempt)
+                default:
+                    throw mapStatus(answer, resource: resource)
+                }
+            } catch let error as PlatformError {
+                throw error
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch let error as NIOTooManyBytesError {
+                _ = error
+                throw PlatformError.invalidResponse(resource: resource, reason: "it is larger than \(network.maxResponseBytes) bytes")
+            } catch {
+                if let clientError = error as? HTTPClientError, clientError == .cancelled { throw CancellationError() }
+                failure = .unreachable(resource: resource, reason: Self.describe(error), attempts: attempt)
+            }
+            guard attempt < policy.maxAttempts, clock.now + delay < deadline else {
+                throw failure.withAttempts(attempt)
+            }
+            logger.debug("retrying platform request", metadata: ["url": "\(url)", "delay": "\(delay)"])
+            try await Task.sleep(for: delay)
+        }
+    }
+
+    private func send(url: String, until deadline: ContinuousClock.Instant) async throws -> HTTPAnswer {
+        var request = HTTPClientRequest(url: url)
+        request.method = .GET
+        request.headers = requestHeaders
+        let remaining = deadline - ContinuousClock.now
+        guard remaining > .zero else { throw HTTPClientError.deadlineExceeded }
+        let response = try await httpClient.execute(request, deadline: .now() + remaining.timeAmount, logger: nil)
+        let body = try await response.body.collect(upTo: network.maxResponseBytes)
+        return HTTPAnswer(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
+    }
+
+    private func mapStatus(_ answer: HTTPAnswer, resource: String) -> PlatformError {
+        let message = Self.errorMessage(in: answer.body).map { Sanitizer.redacting(subscriptionKey, in: $0) }
+        switch answer.status {
+        case 400: return .badRequest(resource: resource, message: message)
+        case 401, 403: return .unauthorized(resource: resource, status: answer.status, message: message)
+        case 404, 410: return .notFound(resource: resource, message: message)
+        default: return .unexpectedStatus(resource: resource, status: answer.status)
+        }
+    }
+
+    /// The human message of an error body (`message`, `error_description` or `error`), if any.
+    static func errorMessage(in body: Data) -> String? {
+        guard case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: body) else { return nil }
+        for key in ["message", "error_description", "error"] {
+            if case .string(let text)? = object[key], !text.isEmpty { return text }
+        }
+        return nil
+    }
+
+    /// The wait a `Retry-After` header asks for, in seconds or as an HTTP date.
+    static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
+        guard let value = headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: value) else { return nil }
+        return .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
+    }
+
+    private static func queryString(_ items: [(String, String)]) -> String {
+        guard !items.isEmpty else { return "" }
+        var allowed = CharacterSet.urlQueryAllowed
+        allowed.remove(charactersIn: "&=+;")
+        return "?" + items.map { name, value in
+            "\(name)=\(value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value)"
+        }.joined(separator: "&")
+    }
+
+    /// A short readable reason for a transport error.
+    static func describe(_ error: any Error) -> String {
+        if let clientError = error as? HTTPClientError {
+            switch clientError {
+            case .connectTimeout: return "connection timed out"
+            case .readTimeout: return "no answer within the read timeout"
+            case .deadlineExceeded: return "the time budget ran out"
+            case .remoteConnectionClosed: return "the connection was closed before the answer was complete"
+            case .tlsHandshakeTimeout: return "TLS handshake timed out"
+            default: return "HTTP error: \(clientError)"
+            }
+        }
+        let text = String(describing: error)
+        if text.localizedCaseInsensitiveContains("refused") { return "connection refused" }
+        if text.localizedCaseInsensitiveContains("dns") || text.localizedCaseInsensitiveContains("resolve") { return "the host name does not resolve" }
+        return Sanitizer.printable(text, limit: 120)
+    }
+}
+
+extension PlatformError {
+    /// The same error with the attempt count updated.
+    func withAttempts(_ attempts: Int) -> PlatformError {
+        switch self {
+        case .serverError(let resource, let status, _): return .serverError(resource: resource, status: status, attempts: attempts)
+        case .unreachable(let resource, let reason, _): return .unreachable(resource: resource, reason: reason, attempts: attempts)
+        default: return self
+        }
+    }
+}

@@ -1,0 +1,251 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// A client for a remote platform API over HTTP, with retries, timeouts and lenient decoding.
+///
+/// Create one per configuration and call ``shutdown()`` when done, or use
+/// ``withClient(configuration:logger:_:)`` which does it for you.
+public final class PlatformClient: PlatformAPI {
+    /// The base URL, ending with `/`.
+    public let baseURL: URL
+    /// The host project id.
+    public let projectId: String
+    /// Whether requests go to the preview paths.
+    public let preview: Bool
+    let subscriptionKey: String?
+    let network: NetworkSettings
+    let logger: Logger
+    let httpClient: HTTPClient
+
+    /// A client for the platform at `baseURL`.
+    public init(
+        baseURL: URL, projectId: String, subscriptionKey: String? = nil, preview: Bool = false,
+        network: NetworkSettings = NetworkSettings(), logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.baseURL = baseURL.absoluteString.hasSuffix("/") ? baseURL : baseURL.appendingPathComponent("")
+        self.projectId = projectId
+        self.subscriptionKey = subscriptionKey.flatMap { $0.isEmpty ? nil : $0 }
+        self.preview = preview
+        self.network = network
+        self.logger = logger
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
+        )
+        configuration.httpVersion = .automatic
+        self.httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// A client for the remote platform that `configuration` names.
+    public convenience init(configuration: MiniAppConfiguration, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })) throws(ConfigurationError) {
+        switch configuration.platform {
+        case nil:
+            throw .missingPlatform
+        case .registry(let path)?:
+            throw .registryUnsupported(path: path)
+        case .remote(let url)?:
+            guard let projectId = configuration.projectId else { throw .missingProjectId }
+            self.init(baseURL: url, projectId: projectId, subscriptionKey: configuration.subscriptionKey,
+                      preview: configuration.preview, network: configuration.network, logger: logger)
+        }
+    }
+
+    /// Runs `body` with a client for `configuration` and shuts the client down afterwards.
+    public static func withClient<Result: Sendable>(
+        configuration: MiniAppConfiguration,
+        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() }),
+        _ body: (PlatformClient) async throws -> Result
+    ) async throws -> Result {
+        let client = try PlatformClient(configuration: configuration, logger: logger)
+        do {
+            let result = try await body(client)
+            try await client.shutdown()
+            return result
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    /// Closes the client's connections; call it once, when done.
+    public func shutdown() async throws {
+        try await httpClient.shutdown()
+    }
+
+    // MARK: Endpoints
+
+    public func listApps() async throws -> [AppRecord] {
+        let answer = try await get(path: "host/\(projectId)/miniapps/\(preview ? "preview" : "")", resource: "the app list")
+        return try decodeRecords(answer, resource: "the app list", requireOne: false)
+    }
+
+    public func latestVersion(ofApp appId: String) async throws -> AppRecord {
+        try Identifier.validate(appId, as: .app)
+        let resource = "app \(appId)"
+        let records = try await versions(ofApp: appId, resource: resource)
+        guard let latest = records.first else {
+            throw PlatformError.notFound(resource: resource, message: "no published version")
+        }
+        return latest
+    }
+
+    public func app(_ appId: String, version versionId: String) async throws -> AppRecord {
+        try Identifier.validate(appId, as: .app)
+        try Identifier.validate(versionId, as: .version)
+        let resource = "version \(versionId) of app \(appId)"
+        let records: [AppRecord]
+        do {
+            records = try await versions(ofApp: appId, resource: resource)
+        } catch PlatformError.notFound {
+            records = []
+        }
+        if let match = records.first(where: { $0.version.versionId == versionId }) { return match }
+        // The list names only the latest version; an older one exists when its file manifest does.
+        _ = try await fileManifest(appId: appId, versionId: versionId)
+        var record = records.first ?? AppRecord(id: appId, version: AppVersion(versionId: versionId))
+        record.version = AppVersion(versionId: versionId, versionTag: nil)
+        return record
+    }
+
+    public func fileManifest(appId: String, versionId: String) async throws -> FileManifest {
+        try Identifier.validate(appId, as: .app)
+        try Identifier.validate(versionId, as: .version)
+        let resource = "the file manifest of version \(versionId) of app \(appId)"
+        let answer = try await get(path: versionPath(appId: appId, versionId: versionId, endpoint: "manifest"), resource: resource)
+        var manifest = try decode(FileManifest.self, from: answer, resource: resource)
+        if let signature = answer.headers.first(name: "Signature")?.trimmingCharacters(in: .whitespaces), !signature.isEmpty {
+            manifest.signature = signature
+        }
+        return manifest
+    }
+
+    public func metadata(appId: String, versionId: String, language: String) async throws -> BundleManifest {
+        try Identifier.validate(appId, as: .app)
+        try Identifier.validate(versionId, as: .version)
+        guard ConfigurationLoader.isValidLanguage(language) else {
+            throw ConfigurationError.invalidValue(setting: "language", source: "the caller", value: language, expected: "use a language code such as en, ja-JP or default")
+        }
+        let resource = "the metadata of version \(versionId) of app \(appId)"
+        let answer = try await get(
+            path: versionPath(appId: appId, versionId: versionId, endpoint: "metadata"),
+            query: [("lang", language)], resource: resource
+        )
+        return try decode(MetadataEnvelope.self, from: answer, resource: resource).manifest
+    }
+
+    public func publicKey(id: String) async throws -> PublicKeyRecord {
+        try Identifier.validate(id, as: .key)
+        let resource = "public key \(id)"
+        let answer = try await get(path: "keys/\(id)", resource: resource)
+        let record = try decode(PublicKeyRecord.self, from: answer, resource: resource)
+        guard record.id == id else {
+            throw PlatformError.invalidResponse(resource: resource, reason: "it names key '\(Sanitizer.printable(record.id, limit: 80))' instead")
+        }
+        return record
+    }
+
+    public func previewCode(token: String) async throws -> PreviewCode {
+        try Identifier.validate(token, as: .previewToken)
+        let resource = "preview code \(token)"
+        let answer = try await get(path: "host/\(projectId)/preview-codes/\(token)", resource: resource)
+        return try decode(PreviewCode.self, from: answer, resource: resource)
+    }
+
+    // MARK: Helpers
+
+    private func versions(ofApp appId: String, resource: String) async throws -> [AppRecord] {
+        let answer = try await get(
+            path: "host/\(projectId)/miniapps/\(preview ? "preview" : "")",
+            query: [("miniAppId", appId)], resource: resource
+        )
+        let records = try decodeRecords(answer, resource: resource, requireOne: true)
+        if let stranger = records.first(where: { $0.id != appId }) {
+            throw PlatformError.invalidResponse(resource: resource, reason: "it lists app '\(stranger.id)' instead")
+        }
+        return records
+    }
+
+    private func versionPath(appId: String, versionId: String, endpoint: String) -> String {
+        "host/\(projectId)/miniapp/\(appId)/version/\(versionId)/\(preview ? "preview/" : "")\(endpoint)"
+    }
+
+    /// Decodes an array of app records, dropping malformed elements unless every element is malformed.
+    private func decodeRecords(_ answer: HTTPAnswer, resource: String, requireOne: Bool) throws -> [AppRecord] {
+        let elements = try decode([LenientElement<AppRecord>].self, from: answer, resource: resource)
+        let records = elements.compactMap(\.value)
+        if records.count < elements.count {
+            if records.isEmpty || (requireOne && elements.first?.value == nil) {
+                throw PlatformError.invalidResponse(resource: resource, reason: "an app record lacks a valid id or version")
+            }
+            logger.warning("dropped malformed app records", metadata: ["count": "\(elements.count - records.count)"])
+        }
+        return records
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, from answer: HTTPAnswer, resource: String) throws(PlatformError) -> T {
+        do {
+            return try JSONDecoder().decode(type, from: answer.body)
+        } catch let error as DecodingError {
+            throw .invalidResponse(resource: resource, reason: Self.explain(error))
+        } catch {
+            throw .invalidResponse(resource: resource, reason: "it is not the expected JSON")
+        }
+    }
+
+    private static func explain(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let components = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return components.isEmpty ? "the document" : String(components.drop(while: { $0 == "." }))
+        }
+        switch error {
+        case .dataCorrupted(let context) where context.codingPath.isEmpty:
+            return "it is not JSON"
+        case .dataCorrupted(let context):
+            return "\(path(context)) is malformed (\(context.debugDescription))"
+        case .keyNotFound(let key, let context):
+            let parent = context.codingPath.isEmpty ? "" : " in \(path(context))"
+            return "'\(key.stringValue)' is missing\(parent)"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "\(path(context)) has the wrong type"
+        @unknown default:
+            return "it is not the expected JSON"
+        }
+    }
+}
+
+/// The `{"bundleManifest": {...}}` envelope of the metadata endpoint (also spelled `metadata`).
+private struct MetadataEnvelope: Decodable {
+    let manifest: BundleManifest
+
+    private enum CodingKeys: String, CodingKey { case bundleManifest, metadata }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        manifest = try container.decodeIfPresent(BundleManifest.self, forKey: .bundleManifest)
+            ?? container.decode(BundleManifest.self, forKey: .metadata)
+    }
+}
+
+/// One element of a list that may be malformed without failing the whole list.
+private struct LenientElement<Value: Decodable>: Decodable {
+    let value: Value?
+
+    init(from decoder: any Decoder) throws {
+        value = try? Value(from: decoder)
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds, saturating.
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    }
+
+    /// The duration as a NIO `TimeAmount`.
+    var timeAmount: TimeAmount { .nanoseconds(nanoseconds) }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Logging
+
+/// Where the CLI writes: results to stdout, messages to stderr.
+enum Console {
+    /// Writes `text` and a newline to stdout.
+    static func output(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    /// Writes `text` and a newline to stderr.
+    static func standardError(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// Writes the one `error:` line of a failure.
+    static func error(_ message: String) {
+        standardError("error: " + message)
+    }
+
+    /// Writes a `warning:` line unless quiet.
+    static func warning(_ message: String, quiet: Bool) {
+        if !quiet { standardError("warning: " + message) }
+    }
+
+    /// Writes one JSON document to stdout.
+    static func json<Value: Encodable>(_ value: Value) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        var data = try encoder.encode(value)
+        data.append(UInt8(ascii: "\n"))
+        FileHandle.standardOutput.write(data)
+    }
+
+    /// Lays `rows` out as columns separated by two spaces, the first row being the header.
+    static func table(_ rows: [[String]]) -> String {
+        guard let columnCount = rows.map(\.count).max() else { return "" }
+        var widths = [Int](repeating: 0, count: columnCount)
+        for row in rows {
+            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
+        }
+        return rows.map { row in
+            row.enumerated().map { index, cell in
+                index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+}
+
+/// A log handler that writes `level: message (metadata)` lines to stderr.
+struct ConsoleLogHandler: LogHandler {
+    var logLevel: Logger.Level
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        let details = merged.isEmpty ? "" : " (" + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + ")"
+        Console.standardError("\(event.level.rawValue): \(event.message)\(details)")
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Logging
+import MiniAppKit
+
+/// The configuration options every command takes (spec/cli.md), plus output options.
+struct GlobalOptions: ParsableArguments {
+    @Option(help: "Base URL of a platform API, or a local registry directory.")
+    var platform: String?
+
+    @Option(name: .customLong("project-id"), help: "The host project id.")
+    var projectId: String?
+
+    @Option(name: .customLong("subscription-key"), help: "The subscription key, sent as 'apiKey: ras-<key>' and never printed.")
+    var subscriptionKey: String?
+
+    @Flag(help: "Work with preview (unpublished) versions.")
+    var preview = false
+
+    @Option(name: .customLong("cache-dir"), help: "Root of the bundle cache and of the permission store.")
+    var cacheDir: String?
+
+    @Option(name: .customLong("signature-policy"), help: "required (default) or advisory.")
+    var signaturePolicy: String?
+
+    @Option(help: "Language for metadata, sent as ?lang= (default: default).")
+    var lang: String?
+
+    @Flag(help: "Never touch the network; answer from the cache.")
+    var offline = false
+
+    @Flag(help: "Print one JSON document on stdout.")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "Say more on stderr.")
+    var verbose = false
+
+    @Flag(name: .shortAndLong, help: "Say less on stderr.")
+    var quiet = false
+
+    func validate() throws {
+        if verbose && quiet { throw ValidationError("--verbose and --quiet cannot be used together") }
+    }
+
+    /// The command line's settings, for ``ConfigurationLoader``.
+    var overrides: ConfigurationOverrides {
+        ConfigurationOverrides(
+            platform: platform, projectId: projectId, subscriptionKey: subscriptionKey,
+            preview: preview ? true : nil, cacheDirectory: cacheDir, signaturePolicy: signaturePolicy,
+            language: lang, offline: offline ? true : nil
+        )
+    }
+
+    /// The resolved configuration: command line, then environment, then config file, then defaults.
+    func configuration() throws -> MiniAppConfiguration {
+        try ConfigurationLoader().load(overrides)
+    }
+
+    /// A logger writing to stderr at the level `-v` and `-q` ask for.
+    var logger: Logger {
+        let level: Logger.Level = verbose ? .debug : (quiet ? .error : .warning)
+        return Logger(label: "miniapp") { _ in ConsoleLogHandler(logLevel: level) }
+    }
+
+    /// Runs `body` with a client for the configured platform, shut down afterwards.
+    func withPlatform<Result: Sendable>(_ configuration: MiniAppConfiguration, _ body: (any PlatformAPI) async throws -> Result) async throws -> Result {
+        try await PlatformClient.withClient(configuration: configuration, logger: logger) { client in
+            try await body(client)
+        }
+    }
+}
