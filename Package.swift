@@ -48,22 +48,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(
-            name: "MiniAppKitTests",
+        .target(
+            name: "MiniAppTestSupport",
             dependencies: [
-                "MiniAppKit",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-            ]
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Tests/MiniAppTestSupport"
+        ),
+        .testTarget(
+            name: "MiniAppKitTests",
+            dependencies: ["MiniAppKit", "MiniAppTestSupport"]
         ),
         .testTarget(
             name: "miniappTests",
-            dependencies: [
-                "MiniAppKit",
-                .product(name: "Hummingbird", package: "hummingbird"),
-            ]
+            dependencies: ["miniapp", "MiniAppKit", "MiniAppTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,124 @@
+import Foundation
+import MiniAppTestSupport
+import Testing
+
+@testable import MiniAppKit
+
+@Suite struct ConfigurationLoaderTests {
+    let home: URL
+
+    init() throws {
+        home = try TemporaryDirectory.make()
+    }
+
+    private func writeConfig(_ text: String, at path: String? = nil) throws -> String {
+        let file = path ?? home.appendingPathComponent(".config/miniapp/config.json").path
+        try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    private func loader(_ environment: [String: String] = [:]) -> ConfigurationLoader {
+        ConfigurationLoader(environment: ["HOME": home.path].merging(environment) { _, new in new }, currentDirectory: home.path)
+    }
+
+    @Test func defaultsApplyWithNoSettings() throws {
+        let configuration = try loader().load()
+        #expect(configuration.platform == nil)
+        #expect(configuration.preview == false)
+        #expect(configuration.offline == false)
+        #expect(configuration.signaturePolicy == .required)
+        #expect(configuration.language == "default")
+        #expect(configuration.cacheDirectory == home.path + "/.cache/miniapp")
+        #expect(configuration.network == NetworkSettings())
+    }
+
+    @Test func commandLineBeatsEnvironmentBeatsFileBeatsDefault() throws {
+        _ = try writeConfig(#"{"platform": "http://file.example/", "projectId": "file-p", "lang": "fr", "cacheDir": "/tmp/file-cache", "preview": true}"#)
+        let environment = ["MINIAPP_PLATFORM": "http://env.example", "MINIAPP_PROJECT_ID": "env-p", "MINIAPP_PREVIEW": "no"]
+        let configuration = try loader(environment).load(ConfigurationOverrides(platform: "https://cli.example/api"))
+        #expect(configuration.platform == .remote(URL(string: "https://cli.example/api/")!))
+        #expect(configuration.projectId == "env-p")
+        #expect(configuration.preview == false)
+        #expect(configuration.language == "fr")
+        #expect(configuration.cacheDirectory == "/tmp/file-cache")
+    }
+
+    @Test func xdgPathsAreUsedForConfigAndCache() throws {
+        let xdgConfig = home.appendingPathComponent("xdg-config").path
+        _ = try writeConfig(#"{"projectId": "from-xdg"}"#, at: xdgConfig + "/miniapp/config.json")
+        let configuration = try loader(["XDG_CONFIG_HOME": xdgConfig, "XDG_CACHE_HOME": "/var/tmp/xdg-cache"]).load()
+        #expect(configuration.projectId == "from-xdg")
+        #expect(configuration.cacheDirectory == "/var/tmp/xdg-cache/miniapp")
+    }
+
+    @Test func configNamedByVariableMustExist() throws {
+        #expect(throws: ConfigurationError.unreadableFile(path: "/nonexistent/miniapp.json", reason: "it does not exist")) {
+            try loader(["MINIAPP_CONFIG": "/nonexistent/miniapp.json"]).load()
+        }
+    }
+
+    @Test func tuningComesFromTheConfigFile() throws {
+        let file = try writeConfig(#"{"retry": {"maxAttempts": 2, "initialDelayMs": 5, "budgetSeconds": 1.5, "maxRetryAfterSeconds": 3}, "timeouts": {"connectSeconds": 2, "readSeconds": 0.5}}"#, at: home.appendingPathComponent("c.json").path)
+        let network = try loader(["MINIAPP_CONFIG": file]).load().network
+        #expect(network.retry.maxAttempts == 2)
+        #expect(network.retry.initialDelay == .milliseconds(5))
+        #expect(network.retry.totalBudget == .milliseconds(1500))
+        #expect(network.retry.maxRetryAfter == .seconds(3))
+        #expect(network.connectTimeout == .seconds(2))
+        #expect(network.readTimeout == .milliseconds(500))
+    }
+
+    @Test(arguments: [
+        ("1", true), ("true", true), ("YES", true), ("0", false), ("false", false), ("no", false),
+    ])
+    func booleanVariablesAcceptTheDocumentedSpellings(value: String, expected: Bool) throws {
+        let configuration = try loader(["MINIAPP_OFFLINE": value, "MINIAPP_PREVIEW": value]).load()
+        #expect(configuration.offline == expected)
+        #expect(configuration.preview == expected)
+    }
+
+    @Test(arguments: [
+        (["MINIAPP_OFFLINE": "maybe"], "offline"),
+        (["MINIAPP_PLATFORM": "ftp://x.example/"], "platform"),
+        (["MINIAPP_PLATFORM": "https://"], "platform"),
+        (["MINIAPP_PLATFORM": "https://h.example/?q=1"], "platform"),
+        (["MINIAPP_PLATFORM": "/no/such/registry"], "platform"),
+        (["MINIAPP_PROJECT_ID": "a/b"], "project id"),
+        (["MINIAPP_SIGNATURE_POLICY": "lenient"], "signature policy"),
+        (["MINIAPP_LANG": "en US"], "language"),
+    ])
+    func badValuesAreRefusedNamingTheSetting(environment: [String: String], setting: String) throws {
+        let error = #expect(throws: ConfigurationError.self) { try loader(environment).load() }
+        guard case .invalidValue(let named, let source, _, _)? = error else {
+            Issue.record("expected an invalid value, got \(String(describing: error))")
+            return
+        }
+        #expect(named == setting)
+        #expect(source.hasPrefix("MINIAPP_"))
+        #expect(error?.category == .usage)
+    }
+
+    @Test(arguments: [
+        #"{"preview": "yes"}"#, #"{"platform": 5}"#, #"{"retry": {"maxAttempts": 0}}"#, #"{"timeouts": []}"#, #"[1, 2]"#, "{not json",
+    ])
+    func badConfigFilesAreRefused(text: String) throws {
+        let file = try writeConfig(text, at: home.appendingPathComponent("bad.json").path)
+        #expect(throws: ConfigurationError.self) { try loader(["MINIAPP_CONFIG": file]).load() }
+    }
+
+    @Test func registryDirectoryIsAccepted() throws {
+        let configuration = try loader(["MINIAPP_PLATFORM": home.path]).load()
+        #expect(configuration.platform == .registry(path: home.path))
+    }
+
+    @Test func descriptionNeverShowsTheSubscriptionKey() throws {
+        let configuration = try loader(["MINIAPP_SUBSCRIPTION_KEY": "s3cr3t-key"]).load()
+        #expect(configuration.subscriptionKey == "s3cr3t-key")
+        #expect(!configuration.description.contains("s3cr3t"))
+    }
+
+    @Test func missingPlatformSaysHowToSetOne() {
+        #expect(ConfigurationError.missingPlatform.description == "no platform configured: pass --platform or set MINIAPP_PLATFORM")
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+/// What a run of the built `miniapp` printed and how it exited.
+public struct CommandResult: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+
+    /// stdout parsed as JSON.
+    public func json() throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(stdout.utf8))
+    }
+
+    /// The non-empty lines of stderr.
+    public var stderrLines: [String] { stderr.split(separator: "\n").map(String.init) }
+}
+
+/// Runs the `miniapp` executable that `swift build` put next to the test bundle.
+public enum CommandRunner {
+    /// The built executable.
+    public static var executable: URL {
+        let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: selfPath).deletingLastPathComponent()
+        while directory.path != "/" {
+            let candidate = directory.appendingPathComponent("miniapp")
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                return candidate
+            }
+            directory.deleteLastPathComponent()
+        }
+        fatalError("the miniapp executable was not built next to \(selfPath)")
+    }
+
+    /// Runs `miniapp` with `arguments` and an environment holding only `environment` plus PATH,
+    /// with HOME in a fresh temporary folder unless given.
+    public static func run(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) async throws -> CommandResult {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var env = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+        if environment["HOME"] == nil {
+            env["HOME"] = try TemporaryDirectory.make().path
+        }
+        env.merge(environment) { _, new in new }
+        process.environment = env
+        let out = try TemporaryDirectory.make().appendingPathComponent("stdout")
+        let err = out.deletingLastPathComponent().appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        let outHandle = try FileHandle(forWritingTo: out)
+        let errHandle = try FileHandle(forWritingTo: err)
+        process.standardOutput = outHandle
+        process.standardError = errHandle
+        process.standardInput = FileHandle.nullDevice
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        try outHandle.close()
+        try errHandle.close()
+        let result = CommandResult(
+            status: status,
+            stdout: String(decoding: try Data(contentsOf: out), as: UTF8.self),
+            stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self)
+        )
+        try? FileManager.default.removeItem(at: out.deletingLastPathComponent())
+        return result
+    }
+}
+
+/// Fresh temporary folders for tests.
+public enum TemporaryDirectory {
+    /// A new empty folder under the system's temporary directory.
+    public static func make() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("miniapp-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
