@@ -27,11 +27,13 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        .target(name: "CMiniAppSystem"),
         .target(
             name: "MiniAppKit",
             dependencies: [
                 "CMiniAppArchive",
                 "CMiniAppOpenSSL",
+                "CMiniAppSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

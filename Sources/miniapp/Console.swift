@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MiniAppKit
 
 /// Where the CLI writes: results to stdout, messages to stderr.
 enum Console {
@@ -25,10 +26,7 @@ enum Console {
 
     /// Writes one JSON document to stdout.
     static func json<Value: Encodable>(_ value: Value) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        var data = try encoder.encode(value)
+        var data = try RecordCoding.encoder(pretty: true).encode(value)
         data.append(UInt8(ascii: "\n"))
         FileHandle.standardOutput.write(data)
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Logging
 import MiniAppKit
 
@@ -59,6 +60,58 @@ struct GlobalOptions: ParsableArguments {
     var logger: Logger {
         let level: Logger.Level = verbose ? .debug : (quiet ? .error : .warning)
         return Logger(label: "miniapp") { _ in ConsoleLogHandler(logLevel: level) }
+    }
+
+    /// Runs `body` with an installer for `configuration` (and a platform client unless offline), shut
+    /// down afterwards. `needsPlatform` makes a missing platform an error when online.
+    func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, needsPlatform: Bool, _ body: (BundleInstaller) async throws -> Result) async throws -> Result {
+        var platform: PlatformClient?
+        if !configuration.offline {
+            if configuration.platform != nil {
+                platform = try PlatformClient(configuration: configuration, logger: logger)
+            } else if needsPlatform {
+                throw ConfigurationError.missingPlatform
+            }
+        }
+        let installer: BundleInstaller
+        do {
+            installer = try BundleInstaller(configuration: configuration, platform: platform, logger: logger)
+        } catch {
+            try? await platform?.shutdown()
+            throw error
+        }
+        do {
+            let result = try await body(installer)
+            await installer.shutdown()
+            try? await platform?.shutdown()
+            return result
+        } catch {
+            await installer.shutdown()
+            try? await platform?.shutdown()
+            throw error
+        }
+    }
+
+    /// Prints an install outcome: notes as warnings on stderr, then the record (`--json`) or the folder.
+    func render(_ outcome: InstallOutcome, verb: String) throws {
+        for note in outcome.notes { Console.warning(note, quiet: quiet) }
+        let record = outcome.record
+        if json {
+            try Console.json(record)
+            return
+        }
+        if !quiet {
+            let tag = record.versionTag.map { " (\($0))" } ?? ""
+            let how = record.source == .cache ? "cached" : verb
+            Console.standardError("\(how) \(record.id) \(record.versionId)\(tag), signature \(record.signature.rawValue), \(record.sizeBytes) bytes")
+        }
+        Console.output(record.path)
+    }
+
+    /// A progress callback drawing a bar on stderr, or `nil` when stderr is not a terminal or output is JSON or quiet.
+    func progressBar(for appId: String) -> (@Sendable (DownloadProgress) -> Void)? {
+        guard !json, !quiet, isatty(STDERR_FILENO) == 1 else { return nil }
+        return ProgressBar(label: appId).update
     }
 
     /// Runs `body` with a client for the configured platform, shut down afterwards.

@@ -24,11 +24,21 @@ struct InfoCommand: AsyncParsableCommand {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
         let configuration = try options.configuration()
+        let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
+        let record: AppRecord
         if configuration.offline {
-            throw CacheLookupError.notCached(appId: appId, versionId: versionId)
+            guard let cached = versionId.flatMap({ cache.record(appId: appId, versionId: $0) }) ?? (versionId == nil ? cache.records(appId: appId).first : nil) else {
+                throw CacheError.notCached(appId: appId, versionId: versionId)
+            }
+            record = AppRecord(id: cached.id, version: AppVersion(versionId: cached.versionId, versionTag: cached.versionTag))
+        } else {
+            record = try await options.withPlatform(configuration) { try await $0.app(appId, version: versionId) }
         }
-        let record = try await options.withPlatform(configuration) { try await $0.app(appId, version: versionId) }
-        let info = AppInfo(record: record, cache: CacheState(present: false))
+        var state = CacheState(present: false)
+        if let cached = cache.record(appId: appId, versionId: record.version.versionId) {
+            state = CacheState(present: true, path: cached.path, signature: cached.signature.rawValue, intact: cache.check(cached).intact)
+        }
+        let info = AppInfo(record: record, cache: state)
         if options.json {
             try Console.json(info)
             return
@@ -40,7 +50,12 @@ struct InfoCommand: AsyncParsableCommand {
         if let icon = record.icon { rows.append(["icon", icon.absoluteString]) }
         if let text = record.promotionalText { rows.append(["promotion", text]) }
         if let image = record.promotionalImageUrl { rows.append(["promotion image", image.absoluteString]) }
-        rows.append(["cached", info.cache.present ? "yes" : "no"])
+        if state.present, let path = state.path {
+            rows.append(["cached", "yes (\(state.intact == true ? "intact" : "damaged"), signature \(state.signature ?? "-"))"])
+            rows.append(["path", path])
+        } else {
+            rows.append(["cached", "no"])
+        }
         Console.output(Console.table(rows.map { [$0[0] + ":", $0[1]] }))
     }
 }
@@ -48,6 +63,9 @@ struct InfoCommand: AsyncParsableCommand {
 /// Whether and how a version sits in the cache, as `info` reports it.
 struct CacheState: Encodable {
     var present: Bool
+    var path: String?
+    var signature: String?
+    var intact: Bool?
 }
 
 /// `info`'s document: the app record and its `cache` state.

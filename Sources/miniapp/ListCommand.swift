@@ -16,12 +16,17 @@ struct ListCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.configuration()
+        let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
         let entries: [ListedApp]
         if configuration.offline {
-            entries = []
+            var newest: [String: InstallRecord] = [:]
+            for record in cache.records() where newest[record.id] == nil { newest[record.id] = record }
+            entries = newest.values.sorted { $0.id < $1.id }.map { record in
+                ListedApp(record: AppRecord(id: record.id, version: AppVersion(versionId: record.versionId, versionTag: record.versionTag)), cached: true)
+            }
         } else {
             let records = try await options.withPlatform(configuration) { try await $0.listApps() }
-            entries = records.map { ListedApp(record: $0, cached: false) }
+            entries = records.map { ListedApp(record: $0, cached: cache.record(appId: $0.id, versionId: $0.version.versionId) != nil) }
         }
         if options.json {
             try Console.json(entries)

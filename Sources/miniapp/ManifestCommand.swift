@@ -24,10 +24,26 @@ struct ManifestCommand: AsyncParsableCommand {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
         let configuration = try options.configuration()
+        let manifest: BundleManifest
         if configuration.offline {
-            throw CacheLookupError.notCached(appId: appId, versionId: versionId)
+            let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
+            guard let cached = versionId.flatMap({ cache.record(appId: appId, versionId: $0) }) ?? (versionId == nil ? cache.records(appId: appId).first : nil) else {
+                throw CacheError.notCached(appId: appId, versionId: versionId)
+            }
+            let raw = try BundleManifest.read(bundleDirectory: cached.path)
+            manifest = ManifestLocalizer(bundleDirectory: cached.path, language: configuration.language).localize(raw)
+        } else {
+            manifest = try await fetch(configuration)
         }
-        let manifest = try await options.withPlatform(configuration) { platform in
+        if options.json {
+            try Console.json(manifest)
+            return
+        }
+        Console.output(Self.render(manifest))
+    }
+
+    private func fetch(_ configuration: MiniAppConfiguration) async throws -> BundleManifest {
+        try await options.withPlatform(configuration) { platform in
             let version: String
             if let versionId {
                 version = versionId
@@ -36,11 +52,6 @@ struct ManifestCommand: AsyncParsableCommand {
             }
             return try await platform.metadata(appId: appId, versionId: version, language: configuration.language)
         }
-        if options.json {
-            try Console.json(manifest)
-            return
-        }
-        Console.output(Self.render(manifest))
     }
 
     static func render(_ manifest: BundleManifest) -> String {

@@ -14,7 +14,10 @@ struct Miniapp: AsyncParsableCommand {
               miniapp manifest 1a2b3c --lang ja
             """,
         version: PackageInfo.version,
-        subcommands: [ListCommand.self, InfoCommand.self, ManifestCommand.self]
+        subcommands: [
+            ListCommand.self, InfoCommand.self, ManifestCommand.self, DownloadCommand.self, InstallCommand.self,
+            LoadCommand.self, CacheCommand.self,
+        ]
     )
 
     /// Parses the command line, runs the command, and turns every failure into one `error:` line and

@@ -106,6 +106,7 @@ public struct ConfigurationLoader: Sendable {
             configuration.language = language.value
         }
         configuration.network = try lookup.networkSettings()
+        try lookup.applyCacheSettings(to: &configuration)
         return configuration
     }
 
@@ -223,6 +224,39 @@ private struct SettingLookup {
         if let value = try number(timeouts, "readSeconds", in: "timeouts", range: 0.001...3600) { settings.readTimeout = .milliseconds(value * 1000) }
         if let value = try number(file, "maxResponseBytes", in: nil, range: 1024...Double(1 << 34)) { settings.maxResponseBytes = Int(value) }
         return settings
+    }
+
+    func applyCacheSettings(to configuration: inout MiniAppConfiguration) throws(ConfigurationError) {
+        let limits = try section("limits")
+        if let value = try number(limits, "maxEntries", in: "limits", range: 1...10_000_000) { configuration.extraction.maxEntries = Int(value) }
+        if let value = try number(limits, "maxUnpackedBytes", in: "limits", range: 1...Double(1 << 50)) { configuration.extraction.maxUnpackedBytes = Int64(value) }
+        if let value = try number(limits, "maxCompressionRatio", in: "limits", range: 1...1_000_000) { configuration.extraction.maxCompressionRatio = value }
+        if let value = try number(limits, "ratioFloorBytes", in: "limits", range: 0...Double(1 << 50)) { configuration.extraction.ratioFloorBytes = Int64(value) }
+        if let value = try number(limits, "maxDownloadBytes", in: "limits", range: 1...Double(1 << 50)) { configuration.maxDownloadBytes = Int64(value) }
+        let retention = try section("retention")
+        if let value = try number(retention, "previousVersions", in: "retention", range: 0...1000) { configuration.retention.previousVersions = Int(value) }
+        if let value = try number(retention, "maxBytes", in: "retention", range: 0...Double(1 << 50)) { configuration.retention.maxBytes = Int64(value) }
+        switch retention["automatic"] {
+        case nil, .null?: break
+        case .bool(let value)?: configuration.retention.automatic = value
+        case let other?: throw .invalidValue(setting: "retention.automatic", source: Self.fileSource, value: other.compactText, expected: "use true or false")
+        }
+        if let value = try number(file, "keyCacheSeconds", in: nil, range: 0...31_536_000) { configuration.keyCacheLifetime = .milliseconds(value * 1000) }
+        if let value = try number(file, "lockTimeoutSeconds", in: nil, range: 0...86_400) { configuration.lockTimeout = .milliseconds(value * 1000) }
+        switch file["trustedKeys"] {
+        case nil, .null?:
+            break
+        case .array(let values)?:
+            configuration.trustedKeys = try values.map { value throws(ConfigurationError) in
+                guard case .string(let text) = value, !text.isEmpty else {
+                    throw .invalidValue(setting: "trustedKeys", source: Self.fileSource, value: value.compactText, expected: "use key ids, base64 ecKey values or PEM public keys")
+                }
+                return text
+            }
+            _ = try TrustedKeys(configuration.trustedKeys)
+        case let other?:
+            throw .invalidValue(setting: "trustedKeys", source: Self.fileSource, value: other.compactText, expected: "use an array of strings")
+        }
     }
 
     private func section(_ key: String) throws(ConfigurationError) -> [String: JSONValue] {

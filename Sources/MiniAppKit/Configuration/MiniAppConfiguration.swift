@@ -86,6 +86,23 @@ public struct NetworkSettings: Sendable, Equatable {
     }
 }
 
+/// Which cached versions to keep.
+public struct RetentionPolicy: Sendable, Equatable {
+    /// How many versions of each app to keep besides the most recently used one.
+    public var previousVersions: Int
+    /// The most bytes the cache may hold, when set.
+    public var maxBytes: Int64?
+    /// Whether every download and load ends with a prune.
+    public var automatic: Bool
+
+    /// A policy with the given values; by default one previous version, no size cap, no automatic prune.
+    public init(previousVersions: Int = 1, maxBytes: Int64? = nil, automatic: Bool = false) {
+        self.previousVersions = previousVersions
+        self.maxBytes = maxBytes
+        self.automatic = automatic
+    }
+}
+
 /// Everything a client needs to know to talk to one platform and keep one cache.
 public struct MiniAppConfiguration: Sendable, Equatable, CustomStringConvertible {
     /// The platform API; `nil` until one is configured.
@@ -106,6 +123,19 @@ public struct MiniAppConfiguration: Sendable, Equatable, CustomStringConvertible
     public var offline: Bool
     /// Timeouts, retries and size caps.
     public var network: NetworkSettings
+    /// Limits that keep hostile archives in check.
+    public var extraction: ExtractionLimits
+    /// The largest bundle download accepted, in bytes.
+    public var maxDownloadBytes: Int64
+    /// Pinned signing keys: key ids, base64 `ecKey` values or PEM public keys. When not empty, a
+    /// bundle signed with any other key is refused.
+    public var trustedKeys: [String]
+    /// How long a fetched public key is reused before it is fetched again.
+    public var keyCacheLifetime: Duration
+    /// How long to wait for another process holding a version's lock.
+    public var lockTimeout: Duration
+    /// What `cache prune` keeps when not told otherwise.
+    public var retention: RetentionPolicy
 
     /// A configuration with the given values.
     public init(
@@ -117,7 +147,13 @@ public struct MiniAppConfiguration: Sendable, Equatable, CustomStringConvertible
         signaturePolicy: SignaturePolicy = .required,
         language: String = "default",
         offline: Bool = false,
-        network: NetworkSettings = NetworkSettings()
+        network: NetworkSettings = NetworkSettings(),
+        extraction: ExtractionLimits = ExtractionLimits(),
+        maxDownloadBytes: Int64 = 1 << 30,
+        trustedKeys: [String] = [],
+        keyCacheLifetime: Duration = .seconds(86_400),
+        lockTimeout: Duration = .seconds(300),
+        retention: RetentionPolicy = RetentionPolicy()
     ) {
         self.platform = platform
         self.projectId = projectId
@@ -128,6 +164,17 @@ public struct MiniAppConfiguration: Sendable, Equatable, CustomStringConvertible
         self.language = language
         self.offline = offline
         self.network = network
+        self.extraction = extraction
+        self.maxDownloadBytes = maxDownloadBytes
+        self.trustedKeys = trustedKeys
+        self.keyCacheLifetime = keyCacheLifetime
+        self.lockTimeout = lockTimeout
+        self.retention = retention
+    }
+
+    /// The part of the cache this configuration's platform and project use.
+    public var cacheNamespace: CacheNamespace {
+        CacheNamespace(platform: platform, projectId: platform == nil ? nil : projectId)
     }
 
     /// A summary that never shows the subscription key.

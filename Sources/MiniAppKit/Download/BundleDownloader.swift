@@ -1,0 +1,215 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// What a finished download wrote.
+struct DownloadedFile: Sendable {
+    /// The SHA-256 of the bytes, computed as they arrived.
+    var sha256: [UInt8]
+    /// The number of bytes.
+    var size: Int64
+}
+
+/// Streams bundle zips to disk while hashing them, checking status and length, resuming with HTTP
+/// Range requests after a dropped connection.
+final class BundleDownloader: Sendable {
+    private let client: HTTPClient
+    private let network: NetworkSettings
+    private let maxBytes: Int64
+    private let logger: Logger
+
+    init(network: NetworkSettings, maxBytes: Int64, logger: Logger) {
+        self.network = network
+        self.maxBytes = maxBytes
+        self.logger = logger
+        self.client = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: HTTPClient.Configuration(
+                redirectConfiguration: .follow(max: 5, allowCycles: false),
+                timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
+            )
+        )
+    }
+
+    func shutdown() async {
+        try? await client.shutdown()
+    }
+
+    /// Downloads `url` into a new file at `path`, with no authentication headers.
+    func download(_ url: URL, to path: String, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> DownloadedFile {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw Self.ioError(path) }
+        defer { close(descriptor) }
+        var sink = DownloadSink(descriptor: descriptor, path: path)
+        let policy = network.retry
+        let clock = ContinuousClock()
+        let deadline = clock.now + policy.totalBudget
+        let text = url.absoluteString
+        var attempt = 0
+        var validator: String?
+        while true {
+            attempt += 1
+            try Task.checkCancellation()
+            var delay = policy.backoff(beforeRetry: attempt)
+            var failure: DownloadError
+            do {
+                var request = HTTPClientRequest(url: text)
+                request.headers.add(name: "User-Agent", value: PackageInfo.userAgent)
+                let resuming = sink.received > 0 && validator != nil
+                if resuming, let validator {
+                    request.headers.add(name: "Range", value: "bytes=\(sink.received)-")
+                    request.headers.add(name: "If-Range", value: validator)
+                }
+                let remaining = deadline - clock.now
+                guard remaining > .zero else { throw HTTPClientError.deadlineExceeded }
+                logger.debug("bundle request", metadata: ["url": "\(text)", "attempt": "\(attempt)", "offset": "\(sink.received)"])
+                let response = try await client.execute(request, deadline: .now() + remaining.timeAmount, logger: nil)
+                let status = Int(response.status.code)
+                let total: Int64?
+                switch status {
+                case 206 where resuming:
+                    guard let range = Self.contentRange(response.headers), range.start == sink.received else {
+                        try sink.restart()
+                        validator = nil
+                        failure = .unreachable(url: text, reason: "the server resumed at the wrong offset", attempts: attempt)
+                        break
+                    }
+                    total = range.total
+                    guard let early = try await receive(response, into: &sink, total: total, url: text, attempt: attempt, progress: progress) else {
+                        return DownloadedFile(sha256: sink.digest.finalize(), size: sink.received)
+                    }
+                    failure = early
+                case 200..<300:
+                    if sink.received > 0 { try sink.restart() }
+                    total = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
+                    if let total, total > maxBytes { throw DownloadError.tooLarge(url: text, limitBytes: maxBytes) }
+                    validator = Self.validator(response.headers)
+                    guard let early = try await receive(response, into: &sink, total: total, url: text, attempt: attempt, progress: progress) else {
+                        return DownloadedFile(sha256: sink.digest.finalize(), size: sink.received)
+                    }
+                    failure = early
+                case 404, 410:
+                    throw DownloadError.notFound(url: text)
+                case 429:
+                    failure = .httpStatus(url: text, status: status, attempts: attempt)
+                    if let retryAfter = PlatformClient.retryAfter(response.headers) {
+                        guard retryAfter <= policy.maxRetryAfter else { throw failure }
+                        delay = retryAfter
+                    }
+                case 408, 416, 500..<600:
+                    if status == 416 {
+                        try sink.restart()
+                        validator = nil
+                    }
+                    failure = .httpStatus(url: text, status: status, attempts: attempt)
+                default:
+                    throw DownloadError.httpStatus(url: text, status: status, attempts: attempt)
+                }
+            } catch let error as DownloadError {
+                throw error
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                if let clientError = error as? HTTPClientError, clientError == .cancelled { throw CancellationError() }
+                failure = .unreachable(url: text, reason: PlatformClient.describe(error), attempts: attempt)
+            }
+            guard attempt < policy.maxAttempts, clock.now + delay < deadline else {
+                switch failure {
+                case .httpStatus(let url, let status, _): throw DownloadError.httpStatus(url: url, status: status, attempts: attempt)
+                case .unreachable(let url, let reason, _): throw DownloadError.unreachable(url: url, reason: reason, attempts: attempt)
+                default: throw failure
+                }
+            }
+            logger.debug("retrying bundle download", metadata: ["url": "\(text)", "delay": "\(delay)"])
+            try await Task.sleep(for: delay)
+        }
+    }
+
+    /// Streams a response body into the sink; returns `nil` when it is complete, or the failure to
+    /// retry with when it ended early.
+    private func receive(
+        _ response: HTTPClientResponse, into sink: inout DownloadSink, total: Int64?, url: String, attempt: Int,
+        progress: (@Sendable (DownloadProgress) -> Void)?
+    ) async throws -> DownloadError? {
+        do {
+            for try await chunk in response.body {
+                try sink.append(chunk)
+                if let total, sink.received > total {
+                    throw DownloadError.lengthMismatch(url: url, expected: total, received: sink.received)
+                }
+                if sink.received > maxBytes { throw DownloadError.tooLarge(url: url, limitBytes: maxBytes) }
+                progress?(DownloadProgress(receivedBytes: sink.received, totalBytes: total))
+            }
+        } catch let error as DownloadError {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            return .unreachable(url: url, reason: PlatformClient.describe(error), attempts: attempt)
+        }
+        if let total, sink.received < total {
+            return .unreachable(url: url, reason: "the connection closed after \(sink.received) of \(total) bytes", attempts: attempt)
+        }
+        return nil
+    }
+
+    /// A strong ETag, else Last-Modified: what `If-Range` may carry.
+    static func validator(_ headers: HTTPHeaders) -> String? {
+        if let etag = headers.first(name: "ETag"), !etag.hasPrefix("W/"), !etag.isEmpty { return etag }
+        return headers.first(name: "Last-Modified")
+    }
+
+    /// The parts of `Content-Range: bytes start-end/total`.
+    static func contentRange(_ headers: HTTPHeaders) -> (start: Int64, total: Int64?)? {
+        guard let value = headers.first(name: "Content-Range"), value.hasPrefix("bytes ") else { return nil }
+        let parts = value.dropFirst(6).split(separator: "/")
+        guard parts.count == 2, let start = parts[0].split(separator: "-").first.flatMap({ Int64($0) }) else { return nil }
+        return (start, Int64(parts[1]))
+    }
+
+    static func ioError(_ path: String, errorNumber: Int32 = errno) -> DownloadError {
+        .io(path: path, reason: String(cString: strerror(errorNumber)), diskFull: errorNumber == ENOSPC || errorNumber == EDQUOT)
+    }
+}
+
+/// The file a download writes and the digest of what it holds.
+private struct DownloadSink {
+    let descriptor: Int32
+    let path: String
+    var digest = SHA256Digest()
+    var received: Int64 = 0
+
+    init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    mutating func append(_ chunk: ByteBuffer) throws(DownloadError) {
+        var failure: Int32 = 0
+        let offset = received
+        chunk.withUnsafeReadableBytes { bytes in
+            digest.update(bytes)
+            var written = 0
+            while written < bytes.count {
+                let result = pwrite(descriptor, bytes.baseAddress! + written, bytes.count - written, off_t(offset) + off_t(written))
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                written += result
+            }
+        }
+        if failure != 0 { throw BundleDownloader.ioError(path, errorNumber: failure) }
+        received += Int64(chunk.readableBytes)
+    }
+
+    /// Drops what was received, to start over from the first byte.
+    mutating func restart() throws(DownloadError) {
+        guard ftruncate(descriptor, 0) == 0 else { throw BundleDownloader.ioError(path) }
+        digest = SHA256Digest()
+        received = 0
+    }
+}

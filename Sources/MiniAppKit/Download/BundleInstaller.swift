@@ -1,0 +1,313 @@
+import Foundation
+import Logging
+
+/// Downloads, verifies, unpacks and caches versions, fail-closed: any failure leaves the cache as it was.
+///
+/// This is what a host service uses to get a mini-app ready to show. Create one per configuration and
+/// call ``shutdown()`` when done.
+public final class BundleInstaller: Sendable {
+    /// The configuration in force.
+    public let configuration: MiniAppConfiguration
+    /// The cache view of the configured platform and project.
+    public let cache: BundleCache
+    let platform: (any PlatformAPI)?
+    let downloader: BundleDownloader
+    let verifier: SignatureVerifier
+    let coordinator = InstallCoordinator()
+    let logger: Logger
+
+    /// An installer for `configuration`, using `platform` for the network (none when offline).
+    public init(configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })) throws(ConfigurationError) {
+        self.configuration = configuration
+        self.platform = configuration.offline ? nil : platform
+        self.logger = logger
+        let namespace = configuration.cacheNamespace
+        self.cache = BundleCache(root: configuration.cacheDirectory, namespace: namespace, lockTimeout: configuration.lockTimeout, logger: logger)
+        self.downloader = BundleDownloader(network: configuration.network, maxBytes: configuration.maxDownloadBytes, logger: logger)
+        self.verifier = SignatureVerifier(
+            trusted: try TrustedKeys(configuration.trustedKeys),
+            keyStore: KeyStore(directory: configuration.cacheDirectory + "/keys/" + namespace.key, lifetime: configuration.keyCacheLifetime),
+            platform: self.platform
+        )
+    }
+
+    /// Closes the download connections.
+    public func shutdown() async {
+        await downloader.shutdown()
+    }
+
+    // MARK: download
+
+    /// Makes sure a version (the latest when `versionId` is `nil`) is cached and intact: reuses an
+    /// intact cached copy unless `force`, else downloads, verifies, unpacks and caches it.
+    public func download(
+        appId: String, versionId: String? = nil, force: Bool = false,
+        progress: (@Sendable (DownloadProgress) -> Void)? = nil
+    ) async throws -> InstallOutcome {
+        try Identifier.validate(appId, as: .app)
+        if let versionId { try Identifier.validate(versionId, as: .version) }
+        let target = try await resolve(appId: appId, versionId: versionId)
+        let outcome = try await ensure(appId: appId, versionId: target.versionId, versionTag: target.versionTag, force: force, progress: progress)
+        return await pruneIfAutomatic(after: outcome)
+    }
+
+    /// Applies the retention policy after a use of `outcome`'s version, when it is automatic.
+    private func pruneIfAutomatic(after outcome: InstallOutcome) async -> InstallOutcome {
+        let retention = configuration.retention
+        guard retention.automatic else { return outcome }
+        var result = outcome
+        if let removed = try? await cache.prune(keep: retention.previousVersions + 1, maxBytes: retention.maxBytes, protecting: outcome.record), !removed.isEmpty {
+            result.notes.append("pruned \(removed.count) old cached version\(removed.count == 1 ? "" : "s")")
+        }
+        return result
+    }
+
+    /// What a host does before showing a mini-app: the version cached and intact, falling back to the
+    /// newest intact cached version when the platform is unavailable.
+    public func load(appId: String, versionId: String? = nil, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> InstallOutcome {
+        try Identifier.validate(appId, as: .app)
+        if let versionId { try Identifier.validate(versionId, as: .version) }
+        do {
+            let target = try await resolve(appId: appId, versionId: versionId)
+            let outcome = try await ensure(appId: appId, versionId: target.versionId, versionTag: target.versionTag, force: false, progress: progress)
+            return await pruneIfAutomatic(after: outcome)
+        } catch let error as any CategorizedError where error.category == .unavailable {
+            guard let fallback = versionId.flatMap({ cache.record(appId: appId, versionId: $0) }).flatMap({ cache.check($0).intact ? $0 : nil })
+                    ?? (versionId == nil ? cache.newestIntactRecord(appId: appId) : nil) else { throw error }
+            var outcome = reuse(fallback)
+            outcome.notes.insert("the platform is unavailable (\(error.description)); using cached version \(fallback.versionId)", at: 0)
+            return outcome
+        }
+    }
+
+    /// The cached record of a version and whether it is intact, for `info`.
+    public func cachedState(appId: String, versionId: String) -> (record: InstallRecord, integrity: IntegrityReport)? {
+        guard let record = cache.record(appId: appId, versionId: versionId) else { return nil }
+        return (record, cache.check(record))
+    }
+
+    private func resolve(appId: String, versionId: String?) async throws -> AppVersion {
+        if let versionId {
+            if let cached = cache.record(appId: appId, versionId: versionId) {
+                return AppVersion(versionId: versionId, versionTag: cached.versionTag)
+            }
+            return AppVersion(versionId: versionId, versionTag: nil)
+        }
+        guard let platform else {
+            guard let newest = cache.newestIntactRecord(appId: appId) ?? cache.records(appId: appId).first else {
+                throw CacheError.notCached(appId: appId, versionId: nil)
+            }
+            return AppVersion(versionId: newest.versionId, versionTag: newest.versionTag)
+        }
+        return try await platform.latestVersion(ofApp: appId).version
+    }
+
+    /// The version reused when cached and intact, else installed from the platform.
+    private func ensure(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
+        if !force, let cached = cache.record(appId: appId, versionId: versionId) {
+            let integrity = cache.check(cached)
+            if integrity.intact { return reuse(cached) }
+            guard platform != nil else {
+                throw CacheError.damaged(appId: appId, versionId: versionId, problems: integrity.problems)
+            }
+            logger.warning("cached version is damaged; reinstalling", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
+        }
+        guard platform != nil else { throw CacheError.notCached(appId: appId, versionId: versionId) }
+        let key = "\(appId)@\(versionId)"
+        return try await coordinator.run(key) {
+            try await self.installFromPlatform(appId: appId, versionId: versionId, versionTag: versionTag, force: force, progress: progress)
+        }
+    }
+
+    private func reuse(_ record: InstallRecord) -> InstallOutcome {
+        var used = cache.touch(record)
+        used.source = .cache
+        return InstallOutcome(record: used, notes: Self.signatureNotes(used))
+    }
+
+    static func signatureNotes(_ record: InstallRecord) -> [String] {
+        guard record.signature != .verified else { return [] }
+        let detail = record.signatureDetail.map { ": \($0)" } ?? ""
+        return ["version \(record.versionId) of app \(record.id) was installed with a \(record.signature.rawValue) signature under the advisory policy\(detail)"]
+    }
+
+    // MARK: The pipeline
+
+    private func installFromPlatform(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
+        guard let platform else { throw CacheError.notCached(appId: appId, versionId: versionId) }
+        try cache.prepare()
+        cache.sweep()
+        let lock = try await cache.lock(appId: appId, versionId: versionId)
+        defer { withExtendedLifetime(lock) {} }
+        if !force, let cached = cache.record(appId: appId, versionId: versionId), cache.check(cached).intact {
+            return reuse(cached)
+        }
+        let scratch = try cache.freshScratch(appId: appId, versionId: versionId)
+        defer {
+            cache.discard(scratch)
+            cache.emptyTrash()
+        }
+        var tag = versionTag
+        if tag == nil, let described = try? await platform.app(appId, version: versionId) { tag = described.version.versionTag }
+        let manifest = try await platform.fileManifest(appId: appId, versionId: versionId)
+        let zip = scratch + "/bundle.zip"
+        let stage = scratch + "/stage"
+        guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) }
+
+        let downloaded: DownloadedFile
+        let outcome: SignatureOutcome
+        if manifest.urls.count == 1 {
+            downloaded = try await downloader.download(manifest.urls[0], to: zip, progress: progress)
+            outcome = await verifier.check(signature: manifest.signature, keyId: manifest.publicKeyId, versionId: versionId, sha256: downloaded.sha256)
+            try enforce(outcome)
+            try unpack(zip, into: stage)
+        } else {
+            guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
+            downloaded = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
+            outcome = .unverified(.multiFileManifest(versionId: versionId))
+        }
+        unlink(zip)
+        let record = InstallRecord(
+            id: appId, versionId: versionId, versionTag: tag, path: "", source: .network, signature: outcome.status,
+            signatureDetail: outcome.error?.description, keyId: outcome.keyId, sha256: downloaded.sha256.hexString,
+            sizeBytes: 0, installedAt: Date(), lastUsedAt: Date(),
+            platform: cache.namespace.platform, projectId: cache.namespace.projectId
+        )
+        let committed = try commit(stage: stage, record: record)
+        logger.info("installed", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)", "signature": "\(outcome.status.rawValue)"])
+        return InstallOutcome(record: committed, notes: Self.signatureNotes(committed))
+    }
+
+    /// Installs a local zip, with the same checks and the same cache as a download.
+    public func install(
+        bundleAt path: String, appId: String, versionId: String, versionTag: String? = nil,
+        signature: String? = nil, publicKey: PublicKey? = nil, keyId: String? = nil
+    ) async throws -> InstallOutcome {
+        try Identifier.validate(appId, as: .app)
+        try Identifier.validate(versionId, as: .version)
+        if let keyId { try Identifier.validate(keyId, as: .key) }
+        let sha256 = try Self.hashBundle(at: path)
+        try cache.prepare()
+        cache.sweep()
+        let lock = try await cache.lock(appId: appId, versionId: versionId)
+        defer { withExtendedLifetime(lock) {} }
+        let scratch = try cache.freshScratch(appId: appId, versionId: versionId)
+        defer {
+            cache.discard(scratch)
+            cache.emptyTrash()
+        }
+        let outcome = await verifier.check(signature: signature, keyId: keyId, explicitKey: publicKey, versionId: versionId, sha256: sha256.digest)
+        try enforce(outcome)
+        let stage = scratch + "/stage"
+        guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) }
+        try unpack(path, into: stage)
+        let record = InstallRecord(
+            id: appId, versionId: versionId, versionTag: versionTag, path: "", source: .bundle, signature: outcome.status,
+            signatureDetail: outcome.error?.description, keyId: outcome.keyId, sha256: sha256.digest.hexString,
+            sizeBytes: 0, installedAt: Date(), lastUsedAt: Date(),
+            platform: cache.namespace.platform, projectId: cache.namespace.projectId
+        )
+        var committed = try commit(stage: stage, record: record)
+        committed.source = .bundle
+        return InstallOutcome(record: committed, notes: Self.signatureNotes(committed))
+    }
+
+    /// Applies the signature policy: under `required`, anything but a verified signature stops here.
+    private func enforce(_ outcome: SignatureOutcome) throws(SignatureError) {
+        guard outcome.status != .verified else { return }
+        if configuration.signaturePolicy == .required, let error = outcome.error { throw error }
+        logger.warning("signature not verified; installing under the advisory policy", metadata: ["detail": "\(outcome.error?.description ?? "")"])
+    }
+
+    /// Extracts `zip` into `stage/bundle`, stripping one top folder, and writes `stage/files.json`.
+    private func unpack(_ zip: String, into stage: String) throws {
+        let raw = stage + "/raw"
+        let result = try ArchiveExtractor(limits: configuration.extraction).extract(zip, into: raw)
+        guard rename(result.bundleDirectory, stage + "/bundle") == 0 else { throw CacheError.system(stage + "/bundle") }
+        if result.bundleDirectory != raw { rmdir(raw) }
+        _ = try BundleManifest.read(bundleDirectory: stage + "/bundle")
+        try writeFileList(result.files, stage: stage)
+    }
+
+    private func writeFileList(_ files: [BundleFile], stage: String) throws {
+        do {
+            try Durability.writeAtomically(try JSONEncoder().encode(files), to: stage + "/files.json", durable: false)
+        } catch let error as CacheError {
+            throw error
+        }
+    }
+
+    /// Commits a stage into the cache with its size filled in.
+    private func commit(stage: String, record: InstallRecord) throws -> InstallRecord {
+        guard let data = FileManager.default.contents(atPath: stage + "/files.json") else { throw CacheError.system(stage + "/files.json") }
+        let files = try JSONDecoder().decode([BundleFile].self, from: data)
+        var sized = record
+        sized.sizeBytes = files.reduce(0) { $0 + $1.size }
+        return try cache.commit(stage: stage, record: sized)
+    }
+
+    /// The old platforms' one-URL-per-file manifests: each file lands at its path after `ver-<id>/`.
+    private func downloadFiles(_ urls: [URL], versionId: String, into stage: String, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> DownloadedFile {
+        let bundle = stage + "/bundle"
+        guard mkdir(bundle, 0o755) == 0 else { throw CacheError.system(bundle) }
+        var files: [BundleFile] = []
+        let combined = SHA256Digest()
+        var total: Int64 = 0
+        for url in urls {
+            let marker = "/ver-\(versionId)/"
+            let text = url.path
+            guard let range = text.range(of: marker) else {
+                throw PlatformError.invalidResponse(resource: "the file manifest of version \(versionId)", reason: "file URL \(url.absoluteString) has no ver-\(versionId)/ segment")
+            }
+            let relative = String(text[range.upperBound...])
+            let components = try ArchivePath.components(of: relative)
+            guard !components.isEmpty else { throw ArchiveError.unsafePath(entry: relative, reason: "names no file") }
+            var directory = bundle
+            for component in components.dropLast() {
+                directory += "/" + component
+                if mkdir(directory, 0o755) != 0 && errno != EEXIST { throw CacheError.system(directory) }
+            }
+            let target = directory + "/" + components.last!
+            let file = try await downloader.download(url, to: target, progress: progress)
+            chmod(target, 0o644)
+            var info = stat()
+            stat(target, &info)
+            files.append(BundleFile(path: components.joined(separator: "/"), size: file.size, sha256: file.sha256.hexString,
+                                    changedAt: FileTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: Int64(info.st_ctim.tv_nsec))))
+            combined.update(file.sha256)
+            total += file.size
+        }
+        guard files.contains(where: { $0.path == "index.html" }) else { throw ArchiveError.missingIndex }
+        _ = try BundleManifest.read(bundleDirectory: bundle)
+        try writeFileList(files.sorted { $0.path < $1.path }, stage: stage)
+        return DownloadedFile(sha256: combined.finalize(), size: total)
+    }
+
+    /// The SHA-256 of a local bundle, read once.
+    static func hashBundle(at path: String) throws -> (digest: [UInt8], size: Int64) {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw BundleFileError.unreadable(path: path, reason: errno == ENOENT ? "it does not exist" : "it is not a readable file")
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        guard let digest = FileHashing.sha256(ofFileAt: path, buffer: buffer) else {
+            throw BundleFileError.unreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        return (digest, Int64(info.st_size))
+    }
+}
+
+/// A local bundle file that cannot be read.
+public enum BundleFileError: CategorizedError, Equatable {
+    /// The file is missing or unreadable.
+    case unreadable(path: String, reason: String)
+
+    public var category: ErrorCategory { .notFound }
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let reason): return "cannot read bundle \(path): \(reason)"
+        }
+    }
+}

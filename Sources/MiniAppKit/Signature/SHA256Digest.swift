@@ -1,0 +1,58 @@
+internal import CMiniAppOpenSSL
+
+/// An incremental SHA-256, fed as bytes arrive.
+public final class SHA256Digest {
+    private let context: OpaquePointer
+
+    /// A fresh digest.
+    public init() {
+        guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
+            fatalError("OpenSSL cannot create a SHA-256 context: \(OpenSSLError.drain())")
+        }
+        self.context = context
+    }
+
+    deinit {
+        EVP_MD_CTX_free(context)
+    }
+
+    /// Adds `bytes` to the digest.
+    public func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        EVP_DigestUpdate(context, base, bytes.count)
+    }
+
+    /// Adds `bytes` to the digest.
+    public func update<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
+        if let done: Void = bytes.withContiguousStorageIfAvailable({ update(UnsafeRawBufferPointer($0)) }) { return done }
+        Array(bytes).withUnsafeBytes { update($0) }
+    }
+
+    /// The digest of everything added so far; the digest must not be updated afterwards.
+    public func finalize() -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &output, &length)
+        return output
+    }
+
+    /// The SHA-256 of `bytes`.
+    public static func hash<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> [UInt8] {
+        let digest = SHA256Digest()
+        digest.update(bytes)
+        return digest.finalize()
+    }
+}
+
+extension Sequence<UInt8> {
+    /// The bytes as lowercase hexadecimal.
+    public var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        for byte in self {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

@@ -1,0 +1,75 @@
+/// The result of checking one bundle's signature, before the policy is applied.
+struct SignatureOutcome: Sendable {
+    /// What the check found.
+    var status: SignatureStatus
+    /// The id of the key that verified it.
+    var keyId: String?
+    /// Why it is not verified.
+    var error: SignatureError?
+
+    static func verified(keyId: String?) -> SignatureOutcome { SignatureOutcome(status: .verified, keyId: keyId) }
+    static func unverified(_ error: SignatureError) -> SignatureOutcome { SignatureOutcome(status: .unverified, error: error) }
+    static func failed(_ error: SignatureError, keyId: String? = nil) -> SignatureOutcome { SignatureOutcome(status: .failed, keyId: keyId, error: error) }
+}
+
+/// Checks bundle signatures with a given key, a platform key (cached with an expiry) or a pinned key.
+struct SignatureVerifier: Sendable {
+    let trusted: TrustedKeys
+    let keyStore: KeyStore?
+    let platform: (any PlatformAPI)?
+
+    /// Checks `signature` over `versionId` and `sha256`. The key is `explicitKey` when given, else the
+    /// platform's key `keyId`, else a pinned whole key.
+    func check(signature: String?, keyId: String?, explicitKey: PublicKey? = nil, versionId: String, sha256: [UInt8]) async -> SignatureOutcome {
+        guard let signature, !signature.isEmpty else { return .unverified(.missingSignature(versionId: versionId)) }
+        if let explicitKey {
+            return verify(signature, versionId: versionId, sha256: sha256, key: explicitKey, keyId: keyId ?? explicitKey.keyId)
+        }
+        if let keyId {
+            return await checkWithPlatformKey(signature, keyId: keyId, versionId: versionId, sha256: sha256)
+        }
+        guard !trusted.keys.isEmpty else {
+            return .failed(.keyUnavailable(keyId: "(none)", reason: "the platform names no key id and no trusted key is configured"))
+        }
+        var last = SignatureOutcome.failed(.mismatch(versionId: versionId, keyId: nil))
+        for key in trusted.keys {
+            last = verify(signature, versionId: versionId, sha256: sha256, key: key, keyId: key.keyId)
+            if last.status == .verified { return last }
+        }
+        return last
+    }
+
+    private func checkWithPlatformKey(_ signature: String, keyId: String, versionId: String, sha256: [UInt8]) async -> SignatureOutcome {
+        if let stored = keyStore?.record(id: keyId), let key = try? BundleSignature.publicKey(from: stored) {
+            let outcome = verify(signature, versionId: versionId, sha256: sha256, key: key, keyId: keyId)
+            if outcome.status == .verified { return outcome }
+            keyStore?.drop(id: keyId)
+        }
+        guard let platform else {
+            return .failed(.keyUnavailable(keyId: keyId, reason: "no platform to fetch it from"), keyId: keyId)
+        }
+        let key: PublicKey
+        do {
+            let record = try await platform.publicKey(id: keyId)
+            key = try BundleSignature.publicKey(from: record)
+            let outcome = verify(signature, versionId: versionId, sha256: sha256, key: key, keyId: keyId)
+            if outcome.status == .verified { keyStore?.store(record) }
+            return outcome
+        } catch let error as SignatureError {
+            return .failed(error, keyId: keyId)
+        } catch {
+            let reason = (error as? any CategorizedError)?.description ?? "\(error)"
+            return .failed(.keyUnavailable(keyId: keyId, reason: reason), keyId: keyId)
+        }
+    }
+
+    private func verify(_ signature: String, versionId: String, sha256: [UInt8], key: PublicKey, keyId: String?) -> SignatureOutcome {
+        guard trusted.trusts(key, keyId: keyId) else { return .failed(.untrustedKey(keyId: keyId), keyId: keyId) }
+        do {
+            try BundleSignature.verify(signature, versionId: versionId, sha256: sha256, key: key, keyId: keyId)
+            return .verified(keyId: keyId)
+        } catch {
+            return .failed(error, keyId: keyId)
+        }
+    }
+}

@@ -1,0 +1,176 @@
+import ArgumentParser
+import MiniAppKit
+
+struct CacheCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache",
+        abstract: "List, verify, remove and prune cached versions.",
+        discussion: """
+            With a platform configured, these act on that platform and project's part of the cache;
+            without one, on every part.
+            """,
+        subcommands: [CacheListCommand.self, CacheVerifyCommand.self, CacheRemoveCommand.self, CachePruneCommand.self]
+    )
+}
+
+extension GlobalOptions {
+    /// The cache views a `cache` command acts on.
+    func caches(_ configuration: MiniAppConfiguration) -> [BundleCache] {
+        let namespaces = configuration.platform == nil
+            ? BundleCache.namespaces(root: configuration.cacheDirectory)
+            : [configuration.cacheNamespace]
+        return namespaces.map { BundleCache(root: configuration.cacheDirectory, namespace: $0, lockTimeout: configuration.lockTimeout, logger: logger) }
+    }
+}
+
+struct CacheListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List every cached version.")
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        let configuration = try options.configuration()
+        let records = options.caches(configuration).flatMap { $0.records() }
+        if options.json {
+            try Console.json(records)
+            return
+        }
+        guard !records.isEmpty else {
+            if !options.quiet { Console.standardError("the cache is empty") }
+            return
+        }
+        var rows = [["ID", "VERSION", "VERSION ID", "SIGNATURE", "BYTES", "LAST USED", "PATH"]]
+        for record in records {
+            rows.append([
+                record.id, record.versionTag ?? "-", record.versionId, record.signature.rawValue, "\(record.sizeBytes)",
+                record.lastUsedAt.formatted(.iso8601), record.path,
+            ])
+        }
+        Console.output(Console.table(rows))
+    }
+}
+
+struct CacheVerifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Re-check cached versions against the digests recorded at install; exit 65 naming each damaged one."
+    )
+
+    @Argument(help: "Only this app's versions.")
+    var appId: String?
+
+    @OptionGroup var options: GlobalOptions
+
+    struct Entry: Encodable {
+        var id: String
+        var versionId: String
+        var intact: Bool
+        var problems: [String]
+    }
+
+    func run() async throws {
+        if let appId { try Identifier.validate(appId, as: .app) }
+        let configuration = try options.configuration()
+        var entries: [Entry] = []
+        for cache in options.caches(configuration) {
+            for record in cache.records(appId: appId) {
+                let report = cache.check(record, thorough: true)
+                entries.append(Entry(id: record.id, versionId: record.versionId, intact: report.intact, problems: report.problems))
+            }
+        }
+        if options.json {
+            try Console.json(entries)
+        } else {
+            for entry in entries {
+                let state = entry.intact ? "ok" : "damaged: " + entry.problems.joined(separator: ", ")
+                Console.output("\(entry.id) \(entry.versionId) \(state)")
+            }
+        }
+        let damaged = entries.filter { !$0.intact }
+        if !damaged.isEmpty {
+            let names = damaged.map { "\($0.id) \($0.versionId)" }.joined(separator: ", ")
+            Console.error("\(damaged.count) cached version\(damaged.count == 1 ? " is" : "s are") damaged (\(names)): run 'miniapp download <app-id> --version <version-id> --force' to reinstall")
+            throw ExitCode(ExitStatus.code(for: .badData))
+        }
+    }
+}
+
+struct CacheRemoveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "remove", abstract: "Delete cached versions of an app; the permission store is kept.")
+
+    @Argument(help: "The mini-app's id.")
+    var appId: String
+
+    @Option(name: .customLong("version"), help: "Only this version id.")
+    var versionId: String?
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        try Identifier.validate(appId, as: .app)
+        if let versionId { try Identifier.validate(versionId, as: .version) }
+        let configuration = try options.configuration()
+        var removed: [InstallRecord] = []
+        for cache in options.caches(configuration) where !cache.records(appId: appId).isEmpty {
+            removed += try await cache.remove(appId: appId, versionId: versionId)
+        }
+        guard !removed.isEmpty else { throw RemovalError.nothingCached(appId: appId, versionId: versionId) }
+        if options.json {
+            try Console.json(removed)
+        } else if !options.quiet {
+            for record in removed { Console.standardError("removed \(record.id) \(record.versionId)") }
+        }
+    }
+}
+
+struct CachePruneCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune",
+        abstract: "Drop old versions, least recently used first.",
+        discussion: "Without options, keeps each app's most recently used version plus retention.previousVersions (default 1)."
+    )
+
+    @Option(help: "Keep the n most recently used versions of each app.")
+    var keep: Int?
+
+    @Option(name: .customLong("max-bytes"), help: "Then drop the least recently used until the cache holds at most n bytes.")
+    var maxBytes: Int64?
+
+    @OptionGroup var options: GlobalOptions
+
+    func validate() throws {
+        if let keep, keep < 0 { throw ValidationError("--keep must be 0 or more") }
+        if let maxBytes, maxBytes < 0 { throw ValidationError("--max-bytes must be 0 or more") }
+    }
+
+    func run() async throws {
+        let configuration = try options.configuration()
+        let retention = configuration.retention
+        let keep = keep ?? (maxBytes == nil ? retention.previousVersions + 1 : nil)
+        let maxBytes = maxBytes ?? retention.maxBytes
+        var removed: [InstallRecord] = []
+        for cache in options.caches(configuration) {
+            removed += try await cache.prune(keep: keep, maxBytes: maxBytes)
+        }
+        if options.json {
+            try Console.json(removed)
+        } else if !options.quiet {
+            for record in removed { Console.standardError("removed \(record.id) \(record.versionId)") }
+            Console.standardError("pruned \(removed.count) version\(removed.count == 1 ? "" : "s")")
+        }
+    }
+}
+
+/// `cache remove` of something that is not cached.
+enum RemovalError: CategorizedError {
+    case nothingCached(appId: String, versionId: String?)
+
+    var category: ErrorCategory { .notFound }
+
+    var description: String {
+        switch self {
+        case .nothingCached(let appId, let versionId):
+            return "\(versionId.map { "version \($0) of app \(appId)" } ?? "app \(appId)") is not in the cache: nothing to remove"
+        }
+    }
+}
