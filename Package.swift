@@ -53,6 +53,8 @@ let package = Package(
         .target(
             name: "MiniAppTestSupport",
             dependencies: [
+                "MiniAppKit",
+                "CMiniAppArchive",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -49,6 +49,8 @@ public struct PlatformFixture: Sendable {
     public var keys: [String: (ecKey: String?, pemKey: String?)]
     /// Preview tokens and the app they resolve to.
     public var previewCodes: [String: String]
+    /// Files served as they are, by path (such as `/cdn/app/ver-1/app.zip`), with ETag and Range support.
+    public var blobs: [String: [UInt8]] = [:]
 
     public init(projectId: String = "proj-1", subscriptionKey: String? = nil, apps: [FixtureApp], keys: [String: (ecKey: String?, pemKey: String?)] = [:], previewCodes: [String: String] = [:]) {
         self.projectId = projectId
@@ -61,6 +63,7 @@ public struct PlatformFixture: Sendable {
     /// The answer to one request.
     public func handle(_ request: RecordedRequest) -> StubResponse {
         guard request.method == "GET" else { return .error(405, "method not allowed") }
+        if let blob = blobs[request.path] { return Self.serve(blob, request) }
         if let subscriptionKey, request.header("apiKey") != "ras-" + subscriptionKey {
             return .json(value: ["error": "invalid_client", "error_description": "missing or wrong subscription key"], status: 401)
         }
@@ -85,7 +88,8 @@ public struct PlatformFixture: Sendable {
                   let version = version(app: rest[1], version: rest[3], preview: preview) else { return .error(404, "unknown app or version") }
             switch rest.last {
             case "manifest":
-                var object: [String: Any] = ["manifest": version.files]
+                let base = "http://\(request.header("Host") ?? "127.0.0.1")/"
+                var object: [String: Any] = ["manifest": version.files.map { $0.hasPrefix("http") ? $0 : base + $0 }]
                 if let keyId = version.publicKeyId { object["publicKeyId"] = keyId }
                 return .json(value: object, headers: version.signature.map { [("Signature", $0)] } ?? [])
             case "metadata":
@@ -102,6 +106,19 @@ public struct PlatformFixture: Sendable {
         default:
             return .error(404, "unknown endpoint")
         }
+    }
+
+    /// A file answer honouring `Range: bytes=N-` and `If-Range`.
+    public static func serve(_ blob: [UInt8], _ request: RecordedRequest) -> StubResponse {
+        let etag = "\"\(blob.count)-\(CRC32.checksum(blob))\""
+        var headers = [("ETag", etag), ("Accept-Ranges", "bytes"), ("Content-Type", "application/zip")]
+        if let range = request.header("Range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
+           let start = Int(range.dropFirst(6).dropLast()), request.header("If-Range") == nil || request.header("If-Range") == etag {
+            guard start < blob.count else { return StubResponse(status: 416, headers: [("Content-Range", "bytes */\(blob.count)")]) }
+            headers.append(("Content-Range", "bytes \(start)-\(blob.count - 1)/\(blob.count)"))
+            return StubResponse(status: 206, headers: headers, body: Array(blob[start...]))
+        }
+        return StubResponse(status: 200, headers: headers, body: blob)
     }
 
     private func visible(_ app: FixtureApp, preview: Bool) -> [FixtureVersion] {

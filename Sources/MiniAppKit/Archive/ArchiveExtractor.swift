@@ -96,7 +96,7 @@ private struct ExtractionState {
         switch type {
         case CMiniAppArchive_AE_IFREG(): isDirectory = false
         case CMiniAppArchive_AE_IFDIR(): isDirectory = true
-        default: throw .unsupportedEntry(entry: name, kind: Self.kindName(type))
+        default: throw .unsupportedEntry(entry: name, kind: ExtractionKinds.name(type))
         }
         if archive_entry_is_encrypted(entry) != 0 { throw .encryptedEntry(entry: name) }
         if name.hasSuffix("/") && !isDirectory { throw .unsafePath(entry: name, reason: "is a file whose name ends with /") }
@@ -194,17 +194,6 @@ private struct ExtractionState {
         }
         return ExtractionResult(bundleDirectory: destination + "/" + top, files: stripped, unpackedBytes: unpackedBytes)
     }
-
-    static func kindName(_ type: UInt32) -> String {
-        switch type & 0o170000 {
-        case 0o020000: return "character device"
-        case 0o060000: return "block device"
-        case 0o010000: return "named pipe"
-        case 0o140000: return "socket"
-        case 0o120000: return "symbolic link"
-        default: return "special file"
-        }
-    }
 }
 
 /// The rules a path inside a bundle must follow.
@@ -228,5 +217,20 @@ enum ArchivePath {
             result.append(String(component))
         }
         return result
+    }
+}
+
+/// Names of file types, for messages.
+enum ExtractionKinds {
+    /// What a file of mode `mode` is called.
+    static func name(_ mode: UInt32) -> String {
+        switch mode & 0o170000 {
+        case 0o020000: return "character device"
+        case 0o060000: return "block device"
+        case 0o010000: return "named pipe"
+        case 0o140000: return "socket"
+        case 0o120000: return "symbolic link"
+        default: return "special file"
+        }
     }
 }

@@ -17,7 +17,7 @@ struct KeyStore: Sendable {
         guard Identifier.isValid(id), let data = FileManager.default.contents(atPath: path(id)),
               let entry = try? RecordCoding.decoder().decode(Entry.self, from: data), entry.record.id == id else { return nil }
         let age = Date().timeIntervalSince(entry.fetchedAt)
-        guard age >= 0, age < Double(lifetime.components.seconds) else { return nil }
+        guard age > -300, age < Double(lifetime.components.seconds) else { return nil }
         return entry.record
     }
 

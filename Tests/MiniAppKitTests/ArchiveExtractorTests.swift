@@ -1,0 +1,109 @@
+import Foundation
+import MiniAppTestSupport
+import Testing
+
+@testable import MiniAppKit
+
+@Suite struct ArchiveExtractorTests {
+    func extract(_ bytes: [UInt8], limits: ExtractionLimits = ExtractionLimits()) throws -> (ExtractionResult, String) {
+        let directory = try TemporaryDirectory.make()
+        let zip = directory.appendingPathComponent("a.zip").path
+        try Data(bytes).write(to: URL(fileURLWithPath: zip))
+        let destination = directory.appendingPathComponent("out").path
+        return (try ArchiveExtractor(limits: limits).extract(zip, into: destination), destination)
+    }
+
+    @Test func extractsFilesWithFixedModesAndDigests() throws {
+        let (result, destination) = try extract(try BundleFactory.zip(BundleFactory.helloFiles))
+        #expect(result.bundleDirectory == destination)
+        #expect(result.files.map(\.path) == ["_locale/default/manifest.json", "css/app.css", "index.html", "js/app.js", "manifest.json"])
+        let index = try #require(result.files.first { $0.path == "index.html" })
+        #expect(index.sha256 == SHA256Digest.hash(Array(BundleFactory.helloFiles["index.html"]!.utf8)).hexString)
+        let fileMode = try FileManager.default.attributesOfItem(atPath: destination + "/js/app.js")[.posixPermissions] as? Int
+        let folderMode = try FileManager.default.attributesOfItem(atPath: destination + "/js")[.posixPermissions] as? Int
+        #expect(fileMode == 0o644)
+        #expect(folderMode == 0o755)
+    }
+
+    @Test func stripsOneCommonTopFolder() throws {
+        let zip = RawZip([.directory("app"), .file("app/index.html", "<html>"), .file("app/js/a.js", "1")]).bytes
+        let (result, destination) = try extract(zip)
+        #expect(result.bundleDirectory == destination + "/app")
+        #expect(result.files.map(\.path) == ["index.html", "js/a.js"])
+    }
+
+    @Test func setuidBitsAreDropped() throws {
+        let zip = RawZip([RawZip.Entry(name: "index.html", data: [1], mode: 0o104777)]).bytes
+        let (_, destination) = try extract(zip)
+        #expect(try FileManager.default.attributesOfItem(atPath: destination + "/index.html")[.posixPermissions] as? Int == 0o644)
+    }
+
+    static let hostile: [(String, [RawZip.Entry])] = [
+        ("dot-dot", [.file("index.html"), .file("../evil.js")]),
+        ("nested dot-dot", [.file("index.html"), .file("js/../../evil.js")]),
+        ("absolute", [.file("index.html"), .file("/etc/evil")]),
+        ("backslash", [.file("index.html"), .file("..\\evil.js")]),
+        ("backslash inside", [.file("index.html"), .file("js\\..\\..\\evil.js")]),
+        ("drive letter", [.file("index.html"), .file("C:/evil.js")]),
+        ("control characters", [.file("index.html"), .file("evil\u{1b}[31m.js")]),
+        ("symlink", [.file("index.html"), .symlink("link", to: "/etc/passwd")]),
+        ("symlink dir", [.file("index.html"), .symlink("js", to: ".."), .file("js/x.js")]),
+        ("character device", [.file("index.html"), RawZip.Entry(name: "dev", mode: 0o020644)]),
+        ("block device", [.file("index.html"), RawZip.Entry(name: "blk", mode: 0o060644)]),
+        ("socket", [.file("index.html"), RawZip.Entry(name: "sock", mode: 0o140644)]),
+        ("duplicate", [.file("index.html"), .file("a.js", "1"), .file("a.js", "2")]),
+        ("duplicate dot", [.file("index.html"), .file("a.js", "1"), .file("./a.js", "2")]),
+        ("file then folder", [.file("index.html"), .file("a", "1"), .file("a/b.js", "2")]),
+        ("encrypted", [.file("index.html"), RawZip.Entry(name: "secret.js", data: Array("xxxxxxxxxxxxxxxx".utf8), encrypted: true)]),
+        ("bad crc", [.file("index.html"), RawZip.Entry(name: "a.js", data: Array("payload".utf8), crcOverride: 0xDEADBEEF)]),
+        ("no index", [.file("main.html")]),
+        ("index too deep", [.file("a/b/index.html")]),
+        ("two tops", [.file("a/index.html"), .file("b/x.js")]),
+    ]
+
+    @Test(arguments: hostile.map(\.0))
+    func hostileArchivesAreRefused(name: String) throws {
+        let entries = try #require(Self.hostile.first { $0.0 == name }?.1)
+        let error = #expect(throws: ArchiveError.self) { try extract(RawZip(entries).bytes) }
+        #expect(error?.category == .badData)
+    }
+
+    @Test(arguments: [
+        [UInt8](), Array("not a zip at all".utf8), Array(RawZip([.file("index.html", "hello world")]).bytes.prefix(40)),
+    ])
+    func brokenArchivesAreRefused(bytes: [UInt8]) throws {
+        #expect(throws: ArchiveError.self) { try extract(bytes) }
+    }
+
+    @Test func truncatedArchiveIsRefused() throws {
+        let bytes = try BundleFactory.zip(BundleFactory.helloFiles)
+        #expect(throws: ArchiveError.self) { try extract(Array(bytes.dropLast(30))) }
+    }
+
+    @Test func lyingSizeIsRefused() throws {
+        let zip = RawZip([.file("index.html"), RawZip.Entry(name: "a.js", data: Array("12345678".utf8), declaredSize: 4)])
+        #expect(throws: ArchiveError.self) { try extract(zip.bytes) }
+    }
+
+    @Test func tooManyEntriesAreRefused() throws {
+        let zip = RawZip([.file("index.html")] + (0..<20).map { .file("f\($0).js") })
+        #expect(throws: ArchiveError.tooManyEntries(limit: 10)) { try extract(zip.bytes, limits: ExtractionLimits(maxEntries: 10)) }
+    }
+
+    @Test func tooManyBytesAreRefusedCountingRealBytes() throws {
+        let zip = RawZip([.file("index.html", String(repeating: "a", count: 5000))])
+        #expect(throws: ArchiveError.tooLarge(limitBytes: 1000)) { try extract(zip.bytes, limits: ExtractionLimits(maxUnpackedBytes: 1000)) }
+    }
+
+    @Test func compressionBombIsRefused() throws {
+        let bomb = try BundleFactory.zeroBomb(size: 64 << 20)
+        let error = #expect(throws: ArchiveError.self) { try extract(bomb) }
+        #expect(error == .compressionRatio(limit: 100))
+    }
+
+    @Test func deterministicZipsAreIdentical() throws {
+        let first = try BundleFactory.zip(BundleFactory.helloFiles)
+        let second = try BundleFactory.zip(BundleFactory.helloFiles)
+        #expect(first == second)
+    }
+}

@@ -1,0 +1,362 @@
+import Foundation
+import MiniAppTestSupport
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import MiniAppKit
+
+/// A platform with one app whose versions are real zips signed at test time.
+struct SignedPlatform {
+    let key: SigningKey
+    var fixture: PlatformFixture
+
+    init(versions: [(id: String, tag: String, files: [String: String])] = [("ver-1", "1.0.0", BundleFactory.helloFiles)], signWith signer: SigningKey? = nil) throws {
+        key = try SigningKey.generate()
+        let signer = signer ?? key
+        var fixtureVersions: [FixtureVersion] = []
+        var blobs: [String: [UInt8]] = [:]
+        for version in versions {
+            let signed = try BundleFactory.sign(try BundleFactory.zip(version.files), versionId: version.id, key: signer)
+            let path = "cdn/min-app-hello/ver-\(version.id)/app.zip"
+            blobs["/" + path] = signed.zip
+            fixtureVersions.append(FixtureVersion(versionId: version.id, versionTag: version.tag, files: [path], publicKeyId: "key-1", signature: signed.signature, metadataJSON: "{}"))
+        }
+        fixture = PlatformFixture(
+            apps: [FixtureApp(id: "app-hello", displayName: "Hello", versions: fixtureVersions.reversed())],
+            keys: ["key-1": (ecKey: key.publicKey.ecKey, pemKey: key.publicKey.pem)]
+        )
+        fixture.blobs = blobs
+    }
+
+    var zipPath: String { fixture.blobs.keys.sorted().first! }
+}
+
+func makeConfiguration(_ server: TestHTTPServer, cache: String, policy: SignaturePolicy = .required, offline: Bool = false) -> MiniAppConfiguration {
+    MiniAppConfiguration(
+        platform: .remote(server.baseURL), projectId: "proj-1", cacheDirectory: cache,
+        signaturePolicy: policy, offline: offline, network: fastNetwork, lockTimeout: .seconds(20)
+    )
+}
+
+/// Runs `body` with an installer (and its platform client) for `configuration`.
+func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ body: (BundleInstaller) async throws -> Result) async throws -> Result {
+    let platform = configuration.offline ? nil : try PlatformClient(configuration: configuration)
+    let installer = try BundleInstaller(configuration: configuration, platform: platform)
+    defer { _ = installer }
+    do {
+        let result = try await body(installer)
+        await installer.shutdown()
+        try await platform?.shutdown()
+        return result
+    } catch {
+        await installer.shutdown()
+        try await platform?.shutdown()
+        throw error
+    }
+}
+
+@Suite struct BundleInstallerTests {
+    let cache = try! TemporaryDirectory.make().path
+
+    @Test func downloadsVerifiesUnpacksAndCaches() async throws {
+        let platform = try SignedPlatform()
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let outcome = try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") }
+            let record = outcome.record
+            #expect(record.source == .network)
+            #expect(record.signature == .verified)
+            #expect(record.versionId == "ver-1")
+            #expect(record.versionTag == "1.0.0")
+            #expect(record.keyId == "key-1")
+            #expect(record.sha256 == SHA256Digest.hash(platform.fixture.blobs[platform.zipPath]!).hexString)
+            #expect(record.sizeBytes == Int64(BundleFactory.helloFiles.values.reduce(0) { $0 + $1.utf8.count }))
+            #expect(try String(contentsOfFile: record.path + "/index.html", encoding: .utf8) == BundleFactory.helloFiles["index.html"])
+            #expect(outcome.notes.isEmpty)
+            #expect(CacheSnapshot(cache).leftovers.isEmpty)
+            let zipRequests = server.requests.filter { $0.path == platform.zipPath }
+            #expect(zipRequests.count == 1)
+            #expect(zipRequests[0].header("apiKey") == nil)
+        }
+    }
+
+    @Test func reusesIntactCachedVersionWithoutASecondDownload() async throws {
+        let platform = try SignedPlatform()
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let configuration = makeConfiguration(server, cache: cache)
+            let first = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }
+            let second = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-1") }
+            #expect(second.record.source == .cache)
+            #expect(second.record.path == first.record.path)
+            #expect(second.record.lastUsedAt >= first.record.lastUsedAt)
+            #expect(server.requests.filter { $0.path == platform.zipPath }.count == 1)
+            let forced = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", force: true) }
+            #expect(forced.record.source == .network)
+            #expect(server.requests.filter { $0.path == platform.zipPath }.count == 2)
+            #expect(CacheSnapshot(cache).leftovers.isEmpty)
+        }
+    }
+
+    @Test func concurrentRequestsInOneProcessShareOneDownload() async throws {
+        let platform = try SignedPlatform()
+        try await withTestServer({ request in
+            var response = platform.fixture.handle(request)
+            if request.path == platform.zipPath { response.delay = .milliseconds(200) }
+            return response
+        }) { server in
+            let records = try await withInstaller(makeConfiguration(server, cache: cache)) { installer in
+                try await withThrowingTaskGroup(of: InstallRecord.self) { group in
+                    for _ in 0..<6 { group.addTask { try await installer.download(appId: "app-hello", versionId: "ver-1").record } }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+            }
+            #expect(Set(records.map(\.path)).count == 1)
+            #expect(server.requests.filter { $0.path == platform.zipPath }.count == 1)
+        }
+    }
+
+    @Test func tamperedBytesAreRefusedAndTheCacheIsUnchanged() async throws {
+        var platform = try SignedPlatform()
+        platform.fixture.blobs[platform.zipPath] = try BundleFactory.zip(BundleFactory.helloFiles.merging(["js/app.js": "steal()"]) { $1 })
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let before = CacheSnapshot(cache)
+            let error = await #expect(throws: SignatureError.self) { try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") } }
+            #expect(error?.category == .badData)
+            #expect(CacheSnapshot(cache) == before)
+        }
+    }
+
+    @Test func bundleSignedWithAnotherKeyIsRefused() async throws {
+        let platform = try SignedPlatform(signWith: try SigningKey.generate())
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            await #expect(throws: SignatureError.self) { try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") } }
+            #expect(CacheSnapshot(cache).files.isEmpty)
+            #expect(CacheSnapshot(cache).leftovers.isEmpty)
+        }
+    }
+
+    @Test func missingSignatureIsRefusedWhenRequiredAndRecordedWhenAdvisory() async throws {
+        var platform = try SignedPlatform()
+        platform.fixture.apps[0].versions[0].signature = nil
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let error = await #expect(throws: SignatureError.self) { try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") } }
+            #expect(error == .missingSignature(versionId: "ver-1"))
+            #expect(CacheSnapshot(cache).files.isEmpty)
+
+            let advisory = makeConfiguration(server, cache: cache, policy: .advisory)
+            let outcome = try await withInstaller(advisory) { try await $0.download(appId: "app-hello") }
+            #expect(outcome.record.signature == .unverified)
+            #expect(!outcome.notes.isEmpty)
+            let later = try await withInstaller(advisory) { try await $0.load(appId: "app-hello") }
+            #expect(later.notes.contains { $0.contains("unverified") }, "every later use warns")
+        }
+    }
+
+    @Test func badSignatureUnderAdvisoryIsInstalledAsFailed() async throws {
+        let platform = try SignedPlatform(signWith: try SigningKey.generate())
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let outcome = try await withInstaller(makeConfiguration(server, cache: cache, policy: .advisory)) { try await $0.download(appId: "app-hello") }
+            #expect(outcome.record.signature == .failed)
+            #expect(outcome.record.signatureDetail?.contains("does not match") == true)
+        }
+    }
+
+    @Test func keysAreCachedAndDroppedWhenAVerificationFails() async throws {
+        let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles), ("ver-2", "2.0.0", BundleFactory.helloFiles)])
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let configuration = makeConfiguration(server, cache: cache)
+            _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-1") }
+            _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-2") }
+            #expect(server.requests.filter { $0.path == "/keys/key-1" }.count == 1, "the second install reuses the cached key")
+        }
+        // The platform rotated key-1: the stored key no longer verifies, so it is dropped and fetched again.
+        let rotated = try SignedPlatform(versions: [("ver-3", "3.0.0", BundleFactory.helloFiles)])
+        let store = KeyStore(directory: cache + "/keys/test", lifetime: .seconds(3600))
+        let stale = try SigningKey.generate().publicKey
+        store.store(PublicKeyRecord(id: "key-1", ecKey: stale.ecKey))
+        try await withTestServer({ [rotated] in rotated.fixture.handle($0) }) { server in
+            let version = rotated.fixture.apps[0].versions[0]
+            let digest = SHA256Digest.hash(rotated.fixture.blobs[rotated.zipPath]!)
+            let outcome = try await withClient(server) { client in
+                await SignatureVerifier(trusted: try TrustedKeys([]), keyStore: store, platform: client)
+                    .check(signature: version.signature, keyId: "key-1", versionId: "ver-3", sha256: digest)
+            }
+            #expect(outcome.status == .verified)
+            #expect(server.requests.map(\.path) == ["/keys/key-1"])
+            #expect(store.record(id: "key-1")?.ecKey == rotated.key.publicKey.ecKey)
+        }
+    }
+
+    @Test func pinnedKeysRefuseOthers() async throws {
+        let platform = try SignedPlatform()
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            var configuration = makeConfiguration(server, cache: cache)
+            configuration.trustedKeys = [try SigningKey.generate().publicKey.keyId]
+            let error = await #expect(throws: SignatureError.self) { try await withInstaller(configuration) { try await $0.download(appId: "app-hello") } }
+            #expect(error == .untrustedKey(keyId: "key-1"))
+            configuration.trustedKeys = [platform.key.publicKey.pem]
+            let outcome = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }
+            #expect(outcome.record.signature == .verified)
+        }
+    }
+
+    @Test func droppedDownloadResumesWithARangeRequest() async throws {
+        let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles.merging(["big.bin": String(repeating: "0123456789abcdef", count: 40_000)]) { $1 })])
+        let zipRequests = Counter()
+        try await withTestServer({ request in
+            var response = platform.fixture.handle(request)
+            if request.path == platform.zipPath, zipRequests.next() == 1 { response.action = .truncate(response.body.count / 2) }
+            return response
+        }) { server in
+            let outcome = try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") }
+            #expect(outcome.record.signature == .verified)
+            let requests = server.requests.filter { $0.path == platform.zipPath }
+            #expect(requests.count == 2)
+            let range = try #require(requests.last?.header("Range"))
+            #expect(range.hasPrefix("bytes=") && range != "bytes=0-")
+            #expect(requests.last?.header("If-Range") != nil)
+        }
+    }
+
+    @Test func missingZipIsUnavailableAndLeavesNothing() async throws {
+        var platform = try SignedPlatform()
+        platform.fixture.blobs = [:]
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let error = await #expect(throws: DownloadError.self) { try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") } }
+            #expect(error?.category == .unavailable)
+            #expect(CacheSnapshot(cache).files.isEmpty)
+            #expect(CacheSnapshot(cache).leftovers.isEmpty)
+        }
+    }
+
+    @Test func hostileZipIsRefusedAndLeavesNothing() async throws {
+        var platform = try SignedPlatform()
+        let hostile = try BundleFactory.sign(RawZip([.file("index.html"), .file("../../escape.js")]).bytes, versionId: "ver-1", key: platform.key)
+        platform.fixture.blobs[platform.zipPath] = hostile.zip
+        platform.fixture.apps[0].versions[0].signature = hostile.signature
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let error = await #expect(throws: ArchiveError.self) { try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") } }
+            #expect(error?.category == .badData)
+            #expect(CacheSnapshot(cache).files.isEmpty)
+            #expect(CacheSnapshot(cache).leftovers.isEmpty)
+            #expect(!FileManager.default.fileExists(atPath: cache + "/escape.js"))
+        }
+    }
+
+    @Test func damageIsFoundAndLoadReinstalls() async throws {
+        let platform = try SignedPlatform()
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let configuration = makeConfiguration(server, cache: cache)
+            let record = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }.record
+            try "tampered".write(toFile: record.path + "/js/app.js", atomically: false, encoding: .utf8)
+            try FileManager.default.removeItem(atPath: record.path + "/css/app.css")
+            try "new".write(toFile: record.path + "/added.js", atomically: false, encoding: .utf8)
+            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            #expect(cacheView.check(record, thorough: true).problems == ["added: added.js", "changed: js/app.js", "missing: css/app.css"])
+            #expect(cacheView.check(record).problems == ["added: added.js", "changed: js/app.js", "missing: css/app.css"])
+
+            var offline = configuration
+            offline.offline = true
+            let error = await #expect(throws: CacheError.self) { try await withInstaller(offline) { try await $0.load(appId: "app-hello", versionId: "ver-1") } }
+            #expect(error?.category == .badData)
+
+            let repaired = try await withInstaller(configuration) { try await $0.load(appId: "app-hello") }
+            #expect(repaired.record.source == .network)
+            #expect(cacheView.check(repaired.record, thorough: true).intact)
+        }
+    }
+
+    @Test func loadFallsBackToTheNewestIntactCachedVersionWhenThePlatformIsDown() async throws {
+        let platform = try SignedPlatform()
+        let down = NIOLockedValueBox(false)
+        try await withTestServer({ request in
+            down.withLockedValue { $0 } ? .error(503, "maintenance") : platform.fixture.handle(request)
+        }) { server in
+            let configuration = makeConfiguration(server, cache: cache)
+            _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }
+            down.withLockedValue { $0 = true }
+            let outcome = try await withInstaller(configuration) { try await $0.load(appId: "app-hello") }
+            #expect(outcome.record.versionId == "ver-1")
+            #expect(outcome.record.source == .cache)
+            #expect(outcome.notes.first?.contains("unavailable") == true)
+            #expect(CacheSnapshot(cache).files.count > 0, "a 5xx never deletes anything")
+        }
+    }
+
+    @Test func offlineAnswersFromTheCacheOnly() async throws {
+        let platform = try SignedPlatform()
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            var configuration = makeConfiguration(server, cache: cache)
+            configuration.offline = true
+            await #expect(throws: CacheError.notCached(appId: "app-hello", versionId: nil)) { try await withInstaller(configuration) { try await $0.download(appId: "app-hello") } }
+            #expect(server.requests.isEmpty)
+            configuration.offline = false
+            _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }
+            let count = server.requests.count
+            configuration.offline = true
+            let outcome = try await withInstaller(configuration) { try await $0.load(appId: "app-hello") }
+            #expect(outcome.record.versionId == "ver-1")
+            #expect(server.requests.count == count)
+        }
+    }
+
+    @Test func pruneKeepsTheMostRecentlyUsedAndRemoveDeletes() async throws {
+        let platform = try SignedPlatform(versions: [("ver-1", "1", BundleFactory.helloFiles), ("ver-2", "2", BundleFactory.helloFiles), ("ver-3", "3", BundleFactory.helloFiles)])
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let configuration = makeConfiguration(server, cache: cache)
+            for version in ["ver-1", "ver-2", "ver-3"] {
+                _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: version) }
+            }
+            _ = try await withInstaller(configuration) { try await $0.load(appId: "app-hello", versionId: "ver-1") }
+            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            let pruned = try await cacheView.prune(keep: 2, maxBytes: nil)
+            #expect(pruned.map(\.versionId) == ["ver-2"])
+            #expect(Set(cacheView.records().map(\.versionId)) == ["ver-1", "ver-3"])
+            let bySize = try await cacheView.prune(keep: nil, maxBytes: 1)
+            #expect(bySize.map(\.versionId) == ["ver-3", "ver-1"])
+            #expect(cacheView.records().isEmpty)
+            #expect(CacheSnapshot(cache).leftovers.isEmpty)
+            await #expect(throws: CacheError.self) { try await cacheView.remove(appId: "app-hello") }
+        }
+    }
+
+    @Test func localBundleInstallChecksTheSignature() async throws {
+        let key = try SigningKey.generate()
+        let signed = try BundleFactory.sign(try BundleFactory.zip(BundleFactory.helloFiles), versionId: "v-local", key: key)
+        let zip = try TemporaryDirectory.make().appendingPathComponent("b.zip").path
+        try Data(signed.zip).write(to: URL(fileURLWithPath: zip))
+        let configuration = MiniAppConfiguration(cacheDirectory: cache)
+        let installer = try BundleInstaller(configuration: configuration, platform: nil)
+        let outcome = try await installer.install(bundleAt: zip, appId: "app-local", versionId: "v-local", versionTag: "9", signature: signed.signature, publicKey: key.publicKey)
+        #expect(outcome.record.source == .bundle)
+        #expect(outcome.record.signature == .verified)
+        await #expect(throws: SignatureError.self) {
+            try await installer.install(bundleAt: zip, appId: "app-local", versionId: "v-other", signature: signed.signature, publicKey: key.publicKey)
+        }
+        await #expect(throws: SignatureError.missingSignature(versionId: "v-x")) {
+            try await installer.install(bundleAt: zip, appId: "app-local", versionId: "v-x")
+        }
+        await #expect(throws: BundleFileError.self) {
+            try await installer.install(bundleAt: zip + ".missing", appId: "app-local", versionId: "v-y")
+        }
+        await installer.shutdown()
+        #expect(CacheSnapshot(cache).leftovers.isEmpty)
+    }
+
+    @Test func killedInstallLeftoversAreSweptByTheNextRun() async throws {
+        let platform = try SignedPlatform()
+        let configuration = MiniAppConfiguration(platform: .remote(URL(string: "http://127.0.0.1:9/")!), projectId: "proj-1", cacheDirectory: cache)
+        let view = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+        try view.prepare()
+        // What a process killed at various points leaves: a scratch folder, a version folder without record, a half-emptied trash entry.
+        try FileManager.default.createDirectory(atPath: view.scratchDirectory(appId: "app-hello", versionId: "ver-1") + "/stage/bundle", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: view.versionDirectory(appId: "app-hello", versionId: "ver-1") + "/bundle", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: view.trashDirectory + "/x.1234.deleting/deep", withIntermediateDirectories: true)
+        #expect(view.records().isEmpty, "a version without a record does not exist")
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let outcome = try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") }
+            #expect(outcome.record.signature == .verified)
+        }
+        view.sweep()
+        #expect(CacheSnapshot(cache).leftovers.isEmpty)
+    }
+}

@@ -1,0 +1,74 @@
+import CMiniAppArchive
+import Foundation
+import MiniAppKit
+
+/// A signed bundle made at test time.
+public struct SignedBundle: Sendable {
+    public var zip: [UInt8]
+    public var sha256: String
+    public var signature: String
+    public var versionId: String
+}
+
+/// Makes real bundle folders, zips and signatures for tests.
+public enum BundleFactory {
+    /// A small web app: index.html, a script, a stylesheet, a manifest.json and a locale file.
+    public static let helloFiles: [String: String] = [
+        "index.html": "<!doctype html><html><head><link rel=stylesheet href=css/app.css></head><body><script src=js/app.js></script></body></html>",
+        "js/app.js": "document.body.append('hello')",
+        "css/app.css": "body { font-family: sans-serif }",
+        "manifest.json": #"{"reqPermissions": [{"name": "rakuten.miniapp.user.USER_NAME", "reason": "__MANIFEST_greet__"}], "customMetaData": {"theme": "dark"}}"#,
+        "_locale/default/manifest.json": #"{"greet": "to greet you"}"#,
+    ]
+
+    /// Writes `files` (path to text) into a new folder and returns its path.
+    public static func folder(_ files: [String: String]) throws -> String {
+        let root = try TemporaryDirectory.make().appendingPathComponent("bundle").path
+        for (path, text) in files {
+            let full = root + "/" + path
+            try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try text.write(toFile: full, atomically: false, encoding: .utf8)
+        }
+        return root
+    }
+
+    /// The deterministic zip of `files`.
+    public static func zip(_ files: [String: String]) throws -> [UInt8] {
+        let folder = try folder(files)
+        let zip = folder + ".zip"
+        try ArchiveWriter.zip(directory: folder, to: zip)
+        return [UInt8](try Data(contentsOf: URL(fileURLWithPath: zip)))
+    }
+
+    /// `zip` signed for `versionId` with `key`, the platform's way.
+    public static func sign(_ zip: [UInt8], versionId: String, key: SigningKey) throws -> SignedBundle {
+        let digest = SHA256Digest.hash(zip)
+        return SignedBundle(zip: zip, sha256: digest.hexString, signature: try BundleSignature.sign(versionId: versionId, sha256: digest, with: key), versionId: versionId)
+    }
+
+    /// A deflated zip with one file of `size` zero bytes: a compression bomb.
+    public static func zeroBomb(size: Int, name: String = "index.html") throws -> [UInt8] {
+        let path = try TemporaryDirectory.make().appendingPathComponent("bomb.zip").path
+        let archive = archive_write_new()
+        defer { archive_write_free(archive) }
+        archive_write_set_format_zip(archive)
+        archive_write_zip_set_compression_deflate(archive)
+        archive_write_open_filename(archive, path)
+        let entry = archive_entry_new()
+        defer { archive_entry_free(entry) }
+        archive_entry_set_pathname(entry, name)
+        archive_entry_set_filetype(entry, CMiniAppArchive_AE_IFREG())
+        archive_entry_set_perm(entry, 0o644)
+        archive_entry_set_size(entry, la_int64_t(size))
+        archive_write_header(archive, entry)
+        let chunk = [UInt8](repeating: 0, count: 1 << 20)
+        var left = size
+        while left > 0 {
+            let count = min(left, chunk.count)
+            archive_write_data(archive, chunk, count)
+            left -= count
+        }
+        archive_write_close(archive)
+        return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+}
