@@ -38,6 +38,8 @@ public struct StubResponse: Sendable {
         case stall
         /// Send the head and this many body bytes, then close.
         case truncate(Int)
+        /// Send the head and this many body bytes, then never send more.
+        case partialThenStall(Int)
     }
 
     public var status: Int
@@ -160,6 +162,11 @@ public final class TestHTTPServer: Sendable {
                     case .truncate(let count):
                         try await outbound.write(.head(responseHead))
                         try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body.prefix(count)))))
+                        return
+                    case .partialThenStall(let count):
+                        try await outbound.write(.head(responseHead))
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body.prefix(count)))))
+                        try await Task.sleep(for: .seconds(3600))
                         return
                     case .respond:
                         try await outbound.write(.head(responseHead))
