@@ -65,10 +65,10 @@ struct GlobalOptions: ParsableArguments {
     /// Runs `body` with an installer for `configuration` (and a platform client unless offline), shut
     /// down afterwards. `needsPlatform` makes a missing platform an error when online.
     func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, needsPlatform: Bool, _ body: (BundleInstaller) async throws -> Result) async throws -> Result {
-        var platform: PlatformClient?
+        var platform: (any PlatformAPI)?
         if !configuration.offline {
             if configuration.platform != nil {
-                platform = try PlatformClient(configuration: configuration, logger: logger)
+                platform = try Platforms.open(configuration, logger: logger)
             } else if needsPlatform {
                 throw ConfigurationError.missingPlatform
             }
@@ -77,17 +77,17 @@ struct GlobalOptions: ParsableArguments {
         do {
             installer = try BundleInstaller(configuration: configuration, platform: platform, logger: logger)
         } catch {
-            try? await platform?.shutdown()
+            await platform?.close()
             throw error
         }
         do {
             let result = try await body(installer)
             await installer.shutdown()
-            try? await platform?.shutdown()
+            await platform?.close()
             return result
         } catch {
             await installer.shutdown()
-            try? await platform?.shutdown()
+            await platform?.close()
             throw error
         }
     }
@@ -116,8 +116,6 @@ struct GlobalOptions: ParsableArguments {
 
     /// Runs `body` with a client for the configured platform, shut down afterwards.
     func withPlatform<Result: Sendable>(_ configuration: MiniAppConfiguration, _ body: (any PlatformAPI) async throws -> Result) async throws -> Result {
-        try await PlatformClient.withClient(configuration: configuration, logger: logger) { client in
-            try await body(client)
-        }
+        try await Platforms.with(configuration, logger: logger, body)
     }
 }

@@ -8,8 +8,6 @@ public enum ConfigurationError: CategorizedError, Equatable {
     case invalidValue(setting: String, source: String, value: String, expected: String)
     /// The config file exists but cannot be read or parsed.
     case unreadableFile(path: String, reason: String)
-    /// A local registry directory was configured, which this client cannot read yet.
-    case registryUnsupported(path: String)
 
     public var category: ErrorCategory { .usage }
 
@@ -23,8 +21,6 @@ public enum ConfigurationError: CategorizedError, Equatable {
             return "invalid \(setting) '\(Sanitizer.printable(value, limit: 120))' from \(source): \(expected)"
         case .unreadableFile(let path, let reason):
             return "cannot use config file \(path): \(reason); fix it or point MINIAPP_CONFIG elsewhere"
-        case .registryUnsupported(let path):
-            return "platform \(path) is a local directory, which this build cannot read as a registry: pass an http:// or https:// URL"
         }
     }
 }

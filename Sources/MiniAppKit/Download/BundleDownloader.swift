@@ -43,6 +43,7 @@ final class BundleDownloader: Sendable {
         guard descriptor >= 0 else { throw Self.ioError(path) }
         defer { close(descriptor) }
         var sink = DownloadSink(descriptor: descriptor, path: path)
+        if url.isFileURL { return try copy(url, into: &sink, progress: progress) }
         let policy = network.retry
         let clock = ContinuousClock()
         let deadline = clock.now + policy.totalBudget
@@ -153,6 +154,31 @@ final class BundleDownloader: Sendable {
             return .unreachable(url: url, reason: "the connection closed after \(sink.received) of \(total) bytes", attempts: attempt)
         }
         return nil
+    }
+
+    /// Copies a registry's local zip into the sink, hashing it on the way, as a download would.
+    private func copy(_ url: URL, into sink: inout DownloadSink, progress: (@Sendable (DownloadProgress) -> Void)?) throws -> DownloadedFile {
+        let source = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard source >= 0 else {
+            if errno == ENOENT { throw DownloadError.notFound(url: url.absoluteString) }
+            throw Self.ioError(url.path)
+        }
+        defer { close(source) }
+        var info = stat()
+        let total = fstat(source, &info) == 0 ? Int64(info.st_size) : nil
+        if let total, total > maxBytes { throw DownloadError.tooLarge(url: url.absoluteString, limitBytes: maxBytes) }
+        var buffer = ByteBufferAllocator().buffer(capacity: 1 << 20)
+        while true {
+            buffer.clear()
+            let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { raw in
+                max(read(source, raw.baseAddress, raw.count), 0)
+            }
+            if count == 0 { break }
+            try sink.append(buffer)
+            if sink.received > maxBytes { throw DownloadError.tooLarge(url: url.absoluteString, limitBytes: maxBytes) }
+            progress?(DownloadProgress(receivedBytes: sink.received, totalBytes: total))
+        }
+        return DownloadedFile(sha256: sink.digest.finalize(), size: sink.received)
     }
 
     /// A strong ETag, else Last-Modified: what `If-Range` may carry.

@@ -1,3 +1,5 @@
+import Logging
+
 /// The platform API of platform-api.md, whatever serves it: a remote platform or a local registry.
 public protocol PlatformAPI: Sendable {
     /// Every mini-app the project publishes (or, in preview mode, has in preview).
@@ -14,6 +16,39 @@ public protocol PlatformAPI: Sendable {
     func publicKey(id: String) async throws -> PublicKeyRecord
     /// What a preview code resolves to.
     func previewCode(token: String) async throws -> PreviewCode
+    /// Releases what the platform holds (connections); call it once, when done.
+    func close() async
+}
+
+/// Opens the platform a configuration names.
+public enum Platforms {
+    /// A ``PlatformClient`` for a URL, a ``RegistryPlatform`` for a registry directory.
+    public static func open(_ configuration: MiniAppConfiguration, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })) throws -> any PlatformAPI {
+        switch configuration.platform {
+        case nil:
+            throw ConfigurationError.missingPlatform
+        case .registry(let path)?:
+            return try RegistryPlatform(root: path, preview: configuration.preview)
+        case .remote?:
+            return try PlatformClient(configuration: configuration, logger: logger)
+        }
+    }
+
+    /// Runs `body` with the configured platform and closes it afterwards.
+    public static func with<Result: Sendable>(
+        _ configuration: MiniAppConfiguration, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() }),
+        _ body: (any PlatformAPI) async throws -> Result
+    ) async throws -> Result {
+        let platform = try open(configuration, logger: logger)
+        do {
+            let result = try await body(platform)
+            await platform.close()
+            return result
+        } catch {
+            await platform.close()
+            throw error
+        }
+    }
 }
 
 extension PlatformAPI {

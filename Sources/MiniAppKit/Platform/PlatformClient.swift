@@ -44,8 +44,8 @@ public final class PlatformClient: PlatformAPI {
         switch configuration.platform {
         case nil:
             throw .missingPlatform
-        case .registry(let path)?:
-            throw .registryUnsupported(path: path)
+        case .registry?:
+            throw .invalidValue(setting: "platform", source: "the configuration", value: configuration.platform?.description ?? "", expected: "PlatformClient needs an http:// or https:// URL; use Platforms.open for a registry directory")
         case .remote(let url)?:
             guard let projectId = configuration.projectId else { throw .missingProjectId }
             self.init(baseURL: url, projectId: projectId, subscriptionKey: configuration.subscriptionKey,
@@ -73,6 +73,10 @@ public final class PlatformClient: PlatformAPI {
     /// Closes the client's connections; call it once, when done.
     public func shutdown() async throws {
         try await httpClient.shutdown()
+    }
+
+    public func close() async {
+        try? await shutdown()
     }
 
     // MARK: Endpoints

@@ -12,6 +12,11 @@ public enum BundleSignature {
         Data(try key.sign(message(versionId: versionId, sha256: sha256))).base64EncodedString()
     }
 
+    /// The base64 DER signature of the zip at `path`, for this version.
+    public static func sign(bundleAt path: String, versionId: String, with key: SigningKey) throws -> String {
+        try sign(versionId: versionId, sha256: BundleInstaller.hashBundle(at: path).digest, with: key)
+    }
+
     /// Checks `signature` (base64 DER) against the version and digest; throws when it does not match.
     public static func verify(_ signature: String, versionId: String, sha256: [UInt8], key: PublicKey, keyId: String?) throws(SignatureError) {
         guard let der = Data(base64Encoded: signature.trimmingCharacters(in: .whitespacesAndNewlines)), !der.isEmpty else {

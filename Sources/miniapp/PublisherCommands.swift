@@ -1,0 +1,243 @@
+import ArgumentParser
+import Foundation
+import MiniAppKit
+
+/// Output options of the publisher commands, which need no platform.
+struct OutputOptions: ParsableArguments {
+    @Flag(help: "Print one JSON document on stdout.")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "Say less on stderr.")
+    var quiet = false
+}
+
+/// Reads a PEM private key file.
+func readSigningKey(_ path: String) throws -> SigningKey {
+    guard let data = FileManager.default.contents(atPath: path) else {
+        throw SignatureError.invalidPrivateKey(path: path, reason: FileManager.default.fileExists(atPath: path) ? "it cannot be read" : "it does not exist")
+    }
+    return try SigningKey(pem: String(decoding: data, as: UTF8.self), path: path)
+}
+
+struct KeygenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keygen",
+        abstract: "Make a new P-256 signing key: <prefix>.pem (mode 0600) and <prefix>.pub.pem.",
+        discussion: """
+            Prints the key id that publish records and serve answers keys/{id} with.
+            Example:
+              miniapp keygen --out keys/publisher
+            """
+    )
+
+    @Option(help: "Path prefix of the two key files.")
+    var out: String
+
+    @OptionGroup var output: OutputOptions
+
+    struct Result: Encodable {
+        var keyId: String
+        var ecKey: String
+        var publicKeyPath: String
+        var privateKeyPath: String
+    }
+
+    func run() async throws {
+        let key = try SigningKey.generate()
+        let privatePath = out + ".pem"
+        let publicPath = out + ".pub.pem"
+        for path in [privatePath, publicPath] where FileManager.default.fileExists(atPath: path) {
+            throw ValidationError("\(path) already exists: pick another --out; keygen never overwrites a key")
+        }
+        try KeyFiles.write(key.pem, to: privatePath, mode: 0o600)
+        do {
+            try KeyFiles.write(key.publicKey.pem, to: publicPath, mode: 0o644)
+        } catch {
+            unlink(privatePath)
+            throw error
+        }
+        let result = Result(keyId: key.publicKey.keyId, ecKey: key.publicKey.ecKey, publicKeyPath: KeyFiles.absolute(publicPath), privateKeyPath: KeyFiles.absolute(privatePath))
+        if output.json {
+            try Console.json(result)
+        } else {
+            if !output.quiet { Console.standardError("wrote \(result.privateKeyPath) (private, 0600) and \(result.publicKeyPath)") }
+            Console.output(result.keyId)
+        }
+    }
+}
+
+/// Writing key files with exact modes.
+enum KeyFiles {
+    /// Writes `text` to a new file with `mode`, refusing to replace one.
+    static func write(_ text: String, to path: String, mode: mode_t) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw KeyFileError.unwritable(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        fchmod(descriptor, mode)
+        let bytes = Array(text.utf8)
+        guard Glibc.write(descriptor, bytes, bytes.count) == bytes.count, fsync(descriptor) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(path)
+            throw KeyFileError.unwritable(path: path, reason: reason)
+        }
+    }
+
+    static func absolute(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+}
+
+/// A key file that cannot be written.
+enum KeyFileError: CategorizedError {
+    case unwritable(path: String, reason: String)
+
+    var category: ErrorCategory { .localIO }
+
+    var description: String {
+        switch self {
+        case .unwritable(let path, let reason): return "cannot write \(path): \(reason); check the folder exists and is writable"
+        }
+    }
+}
+
+struct SignCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sign",
+        abstract: "Print the platform signature of a bundle: ECDSA P-256 over the version id and the zip's SHA-256.",
+        discussion: """
+            Example:
+              miniapp sign app.zip --version-id 4d5e6f --key keys/publisher.pem
+            """
+    )
+
+    @Argument(help: "The bundle zip.")
+    var bundle: String
+
+    @Option(name: .customLong("version-id"), help: "The version id the signature is for.")
+    var versionId: String
+
+    @Option(help: "The PEM private key.")
+    var key: String
+
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        try Identifier.validate(versionId, as: .version)
+        let signingKey = try readSigningKey(key)
+        let signature = try BundleSignature.sign(bundleAt: bundle, versionId: versionId, with: signingKey)
+        if output.json {
+            try Console.json(["signature": signature] as [String: String])
+        } else {
+            Console.output(signature)
+        }
+    }
+}
+
+struct PublishCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "publish",
+        abstract: "Check, zip, sign and add a version to a local registry directory.",
+        discussion: """
+            A folder is zipped deterministically; a zip is taken as it is. The bundle must pass the same
+            checks as an install and have a valid manifest.json.
+            Examples:
+              miniapp publish ./hello --registry ./registry --app-id hello --version-tag 1.0.0 --key keys/publisher.pem
+              miniapp publish hello.zip --registry ./registry --app-id hello --version-tag 1.1.0-beta --key k.pem --preview
+            """
+    )
+
+    @Argument(help: "The bundle folder or zip.")
+    var source: String
+
+    @Option(help: "The registry directory (created when missing).")
+    var registry: String
+
+    @Option(name: .customLong("app-id"), help: "The mini-app's id.")
+    var appId: String
+
+    @Option(name: .customLong("version-tag"), help: "The human version, such as 1.2.0.")
+    var versionTag: String
+
+    @Option(help: "The PEM private key to sign with.")
+    var key: String
+
+    @Option(name: .customLong("version-id"), help: "The version id (default: a new random one).")
+    var versionId: String?
+
+    @Option(name: .customLong("display-name"), help: "The name the app is listed under.")
+    var displayName: String?
+
+    @Flag(help: "Only preview mode sees the version; prints a preview code.")
+    var preview = false
+
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        try Identifier.validate(appId, as: .app)
+        if let versionId { try Identifier.validate(versionId, as: .version) }
+        let signingKey = try readSigningKey(key)
+        let limits = try ConfigurationLoader().load().extraction
+        let publisher = RegistryPublisher(registry: Registry(root: KeyFiles.absolute(registry)), limits: limits)
+        let result = try await publisher.publish(PublishRequest(
+            source: source, appId: appId, versionTag: versionTag, versionId: versionId,
+            displayName: displayName, preview: preview, key: signingKey
+        ))
+        if output.json {
+            try Console.json(result)
+            return
+        }
+        if !output.quiet { Console.standardError("published \(result.id) \(result.versionTag) as version \(result.versionId), signed with key \(result.keyId)") }
+        Console.output(result.versionId)
+        if let code = result.previewCode { Console.output("preview code: \(code)") }
+    }
+}
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve a registry directory over the platform API.",
+        discussion: """
+            The first line on stdout is 'listening on http://HOST:PORT/'; a request log goes to stderr.
+            SIGINT or SIGTERM stops it gracefully.
+            Example:
+              miniapp serve ./registry --port 8080 --subscription-key s3cret
+            """
+    )
+
+    @Argument(help: "The registry directory.")
+    var registry: String
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port; 0 picks a free one.")
+    var port = 0
+
+    @Option(name: .customLong("project-id"), help: "Answer only for this project id (default: any).")
+    var projectId: String?
+
+    @Option(name: .customLong("subscription-key"), help: "Require 'apiKey: ras-<key>' on every JSON endpoint.")
+    var subscriptionKey: String?
+
+    @Flag(name: .shortAndLong, help: "No request log.")
+    var quiet = false
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
+        if let projectId, !Identifier.isValid(projectId) { throw ValidationError("invalid --project-id '\(projectId)'") }
+    }
+
+    func run() async throws {
+        var log: (@Sendable (String) -> Void)?
+        if !quiet {
+            log = { line in Console.standardError(line) }
+        }
+        let server = RegistryServer(
+            registry: Registry(root: KeyFiles.absolute(registry)), host: host, port: port,
+            projectId: projectId, subscriptionKey: subscriptionKey, requestLog: log
+        )
+        try await server.run { (url: URL) async in
+            Console.output("listening on \(url.absoluteString)")
+        }
+    }
+}
