@@ -70,7 +70,10 @@ let package = Package(
         ),
         .testTarget(
             name: "miniappTests",
-            dependencies: ["miniapp", "MiniAppKit", "MiniAppTestSupport"]
+            dependencies: [
+                "miniapp", "MiniAppKit", "MiniAppTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
