@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Times miniapp against stock tools, interleaving the contenders round by round, and reports
+medians, spreads and ratios. Called by Benchmarks/run, which sets up the servers."""
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import time
+
+def timed(command, env=None):
+    start = time.perf_counter()
+    result = subprocess.run(command, shell=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"error: benchmark command failed ({result.returncode}): {command}\n{result.stderr.decode()}")
+    return elapsed
+
+def summary(samples):
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "samples": samples}
+
+def wrk(url, seconds):
+    output = subprocess.run(["wrk", "-t2", "-c50", f"-d{seconds}s", url], capture_output=True, text=True, check=True).stdout
+    requests = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    transfer = re.search(r"Transfer/sec:\s+([\d.]+)(\w+)", output)
+    scale = {"B": 1e-6, "KB": 1e-3 * 1.024, "MB": 1.048576, "GB": 1073.741824}[transfer.group(2)]
+    errors = 0
+    for pattern in [r"Non-2xx or 3xx responses:\s+(\d+)", r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)"]:
+        match = re.search(pattern, output)
+        if match:
+            errors += sum(int(value) for value in match.groups())
+    return {"requestsPerSecond": requests, "megabytesPerSecond": float(transfer.group(1)) * scale, "errors": errors}
+
+def main():
+    parser = argparse.ArgumentParser()
+    for name in ["bin", "base", "zip-url", "nginx", "work", "out"]:
+        parser.add_argument("--" + name, required=True)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--wrk-seconds", type=int, default=8)
+    args = parser.parse_args()
+    work = args.work
+    client = f"--platform {args.base} --project-id p --quiet"
+    warm_cache = os.path.join(work, "warm-cache")
+    timed(f"{args.bin} download bench {client} --cache-dir {warm_cache}")
+    bundle_files = os.path.join(work, "bundle")
+
+    contenders = {
+        "cold download (miniapp)": lambda n: f"{args.bin} download bench {client} --cache-dir {work}/cold-{n}",
+        "cold pipeline (curl + openssl + bsdtar)": lambda n: (
+            f"curl -sf -o {work}/stock-{n}.zip {args.zip_url} && openssl dgst -sha256 {work}/stock-{n}.zip"
+            f" && mkdir {work}/stock-{n} && bsdtar -xf {work}/stock-{n}.zip -C {work}/stock-{n}"),
+        "warm download --version (miniapp)": lambda n: f"{args.bin} download bench --version bench-1 {client} --cache-dir {warm_cache}",
+        "warm download latest (miniapp)": lambda n: f"{args.bin} download bench {client} --cache-dir {warm_cache}",
+        "miniapp --version": lambda n: f"{args.bin} --version",
+        "cache verify (miniapp)": lambda n: f"{args.bin} cache verify {client} --cache-dir {warm_cache}",
+        "sha256sum over the same files": lambda n: f"find {bundle_files} -type f -print0 | xargs -0 sha256sum",
+    }
+    samples = {name: [] for name in contenders}
+    for round_index in range(args.rounds):
+        for name, command in contenders.items():
+            samples[name].append(timed(command(round_index)))
+        for leftover in os.listdir(work):
+            if leftover.startswith(("cold-", "stock-")):
+                path = os.path.join(work, leftover)
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+    times = {name: summary(values) for name, values in samples.items()}
+    median = {name: value["median"] for name, value in times.items()}
+    ratios = {
+        "cold download / stock pipeline": median["cold download (miniapp)"] / median["cold pipeline (curl + openssl + bsdtar)"],
+        "warm download --version / miniapp --version": median["warm download --version (miniapp)"] / median["miniapp --version"],
+        "warm download latest / miniapp --version": median["warm download latest (miniapp)"] / median["miniapp --version"],
+        "cache verify / sha256sum": median["cache verify (miniapp)"] / median["sha256sum over the same files"],
+    }
+    served = {
+        "list: miniapp serve": wrk(f"{args.base}host/p/miniapps/", args.wrk_seconds),
+        "list: nginx": wrk(f"{args.nginx}host/p/miniapps/", args.wrk_seconds),
+        "zip: miniapp serve": wrk(args.zip_url, args.wrk_seconds),
+        "zip: nginx": wrk(args.zip_url.replace(args.base, args.nginx), args.wrk_seconds),
+    }
+    ratios["serve list req/s / nginx"] = served["list: miniapp serve"]["requestsPerSecond"] / served["list: nginx"]["requestsPerSecond"]
+    ratios["serve zip MB/s / nginx"] = served["zip: miniapp serve"]["megabytesPerSecond"] / served["zip: nginx"]["megabytesPerSecond"]
+
+    zip_size = os.path.getsize(os.path.join(work, "registry/apps/bench/versions/bench-1/bundle.zip"))
+    file_count = sum(len(files) for _, _, files in os.walk(bundle_files))
+    unpacked = sum(os.path.getsize(os.path.join(root, name)) for root, _, files in os.walk(bundle_files) for name in files)
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    report = {
+        "machine": {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release()},
+        "bundle": {"files": file_count, "unpackedBytes": unpacked, "zipBytes": zip_size},
+        "rounds": args.rounds, "seconds": times, "served": served, "ratios": ratios,
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as handle:
+        json.dump(report, handle, indent=2)
+
+    print(f"bundle: {file_count} files, {unpacked / 1e6:.1f} MB unpacked, {zip_size / 1e6:.1f} MB zipped; {args.rounds} rounds; {cpu}, {os.cpu_count()} cores")
+    print(f"{'contender':46} {'median':>9} {'min':>9} {'max':>9}")
+    for name, value in times.items():
+        print(f"{name:46} {value['median'] * 1000:8.1f}ms {value['min'] * 1000:8.1f}ms {value['max'] * 1000:8.1f}ms")
+    print(f"{'served (wrk, 50 connections)':46} {'req/s':>9} {'MB/s':>9} {'errors':>9}")
+    for name, value in served.items():
+        print(f"{name:46} {value['requestsPerSecond']:9.0f} {value['megabytesPerSecond']:9.1f} {value['errors']:9d}")
+    print("ratios")
+    for name, value in ratios.items():
+        print(f"  {name:56} {value:6.2f}")
+
+if __name__ == "__main__":
+    main()
