@@ -18,12 +18,23 @@ struct ManifestCommand: AsyncParsableCommand {
     @Option(name: .customLong("version"), help: "A version id (default: the latest).")
     var versionId: String?
 
+    @Flag(help: "Compare the manifest in force for the newest cached version with the latest version's.")
+    var diff = false
+
     @OptionGroup var options: GlobalOptions
+
+    func validate() throws {
+        if diff && versionId != nil { throw ValidationError("--diff compares the cached version with the latest: drop --version") }
+    }
 
     func run() async throws {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
         let configuration = try options.configuration()
+        if diff {
+            try await showDiff(configuration)
+            return
+        }
         let manifest: BundleManifest
         if configuration.offline {
             let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
@@ -51,6 +62,39 @@ struct ManifestCommand: AsyncParsableCommand {
                 version = try await platform.latestVersion(ofApp: appId).version.versionId
             }
             return try await platform.metadata(appId: appId, versionId: version, language: configuration.language)
+        }
+    }
+
+    private func showDiff(_ configuration: MiniAppConfiguration) async throws {
+        let result = try await options.withInstaller(configuration, needsPlatform: true) { try await $0.manifestDiff(appId: appId) }
+        if options.json {
+            try Console.json(DiffDocument(cachedVersionId: result.cached.versionId, latestVersionId: result.latest.versionId, diff: result.diff))
+            return
+        }
+        var lines = ["cached \(result.cached.versionId) -> latest \(result.latest.versionId)"]
+        let diff = result.diff
+        if diff.isEmpty { lines.append("no changes") }
+        lines += diff.requiredAdded.map { "+ required \($0)" } + diff.requiredRemoved.map { "- required \($0)" }
+        lines += diff.optionalAdded.map { "+ optional \($0)" } + diff.optionalRemoved.map { "- optional \($0)" }
+        lines += diff.reasonsChanged.map { "~ reason of \($0.name): \($0.from ?? "none") -> \($0.to ?? "none")" }
+        lines += diff.tokensChanged.map { "~ token \($0.audience): [\($0.from.joined(separator: ", "))] -> [\($0.to.joined(separator: ", "))]" }
+        lines += diff.customMetaDataChanged.map { "~ customMetaData \($0.key): \($0.from ?? "absent") -> \($0.to ?? "absent")" }
+        Console.output(lines.joined(separator: "\n"))
+    }
+
+    /// `manifest --diff --json`: the two versions and what changed.
+    struct DiffDocument: Encodable {
+        var cachedVersionId: String
+        var latestVersionId: String
+        var diff: ManifestDiff
+
+        private enum CodingKeys: String, CodingKey { case cachedVersionId, latestVersionId }
+
+        func encode(to encoder: any Encoder) throws {
+            try diff.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(cachedVersionId, forKey: .cachedVersionId)
+            try container.encode(latestVersionId, forKey: .latestVersionId)
         }
     }
 

@@ -16,7 +16,7 @@ struct Miniapp: AsyncParsableCommand {
         version: PackageInfo.version,
         subcommands: [
             ListCommand.self, InfoCommand.self, ManifestCommand.self, DownloadCommand.self, InstallCommand.self,
-            LoadCommand.self, CacheCommand.self, KeygenCommand.self, SignCommand.self, PublishCommand.self, ServeCommand.self,
+            LoadCommand.self, CacheCommand.self, PermissionsCommand.self, KeygenCommand.self, SignCommand.self, PublishCommand.self, ServeCommand.self,
         ]
     )
 

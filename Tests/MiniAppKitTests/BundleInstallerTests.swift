@@ -56,7 +56,13 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
 }
 
 @Suite struct BundleInstallerTests {
-    let cache = try! TemporaryDirectory.make().path
+    let cache: String
+
+    init() throws {
+        cache = try TemporaryDirectory.make().path
+        // The hello bundle requires USER_NAME: allowed here so that load's launch gate opens.
+        try PermissionStore(cacheDirectory: cache).set(appId: "app-hello", ["USER_NAME": .allowed])
+    }
 
     @Test func downloadsVerifiesUnpacksAndCaches() async throws {
         let platform = try SignedPlatform()

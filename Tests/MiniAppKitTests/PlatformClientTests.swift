@@ -7,7 +7,7 @@ import Testing
 
 /// Fast retries so that failure tests end quickly.
 let fastNetwork = NetworkSettings(
-    connectTimeout: .seconds(2), readTimeout: .seconds(1),
+    connectTimeout: .seconds(5), readTimeout: .seconds(5),
     retry: RetryPolicy(maxAttempts: 4, initialDelay: .milliseconds(10), maxDelay: .milliseconds(40), totalBudget: .seconds(10), maxRetryAfter: .seconds(2))
 )
 

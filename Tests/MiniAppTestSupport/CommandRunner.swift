@@ -83,3 +83,6 @@ public enum TemporaryDirectory {
         return url
     }
 }
+
+/// The repository's root, found from this file.
+public let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -230,6 +230,7 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
         let advisory = try await CommandRunner.run(["install", zip.path, "--app-id", "app-x", "--version-id", "v-9", "--signature-policy", "advisory"], environment: environment)
         #expect(advisory.status == 0)
         #expect(advisory.stderrLines.first?.hasPrefix("warning:") == true)
+        _ = try await CommandRunner.run(["permissions", "grant", "app-x", "USER_NAME"], environment: environment)
         let loaded = try await CommandRunner.run(["load", "app-x", "--version", "v-9", "--offline"], environment: environment)
         #expect(loaded.status == 0)
         #expect(loaded.stderr.contains("unverified"), "every later use warns")

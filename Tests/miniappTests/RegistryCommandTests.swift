@@ -4,9 +4,6 @@ import MiniAppKit
 import MiniAppTestSupport
 import Testing
 
-/// The repository's root, found from this file.
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
 /// Starts `miniapp serve` on a free port and returns the process and its base URL.
 func startServe(_ registry: String, _ extra: [String] = []) async throws -> (Process, URL, URL) {
     let process = Process()

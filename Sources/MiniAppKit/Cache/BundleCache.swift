@@ -99,6 +99,12 @@ public struct BundleCache: Sendable {
         return BundleInspector(root: directory + "/bundle").compare(with: files, thorough: thorough)
     }
 
+    /// The manifest.json of a cached version, localised for `language`: the metadata in force for it.
+    public func manifest(of record: InstallRecord, language: String) throws -> BundleManifest {
+        let bundle = versionDirectory(appId: record.id, versionId: record.versionId) + "/bundle"
+        return ManifestLocalizer(bundleDirectory: bundle, language: language).localize(try BundleManifest.read(bundleDirectory: bundle))
+    }
+
     // MARK: Writing
 
     /// Takes the version's lock, waiting up to ``lockTimeout`` for another process.

@@ -62,9 +62,30 @@ public final class BundleInstaller: Sendable {
         return result
     }
 
-    /// What a host does before showing a mini-app: the version cached and intact, falling back to the
-    /// newest intact cached version when the platform is unavailable.
+    /// What a host does before showing a mini-app: the version cached and intact (falling back to the
+    /// newest intact cached version when the platform is unavailable), and every permission its manifest
+    /// requires `ALLOWED` in the permission store; otherwise ``PermissionStoreError/launchRefused(appId:missing:)``,
+    /// with the version kept in the cache.
     public func load(appId: String, versionId: String? = nil, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> InstallOutcome {
+        let outcome = try await ensureForLoad(appId: appId, versionId: versionId, progress: progress)
+        let manifest = try cache.manifest(of: outcome.record, language: configuration.language)
+        let decision = try PermissionStore(cacheDirectory: configuration.cacheDirectory).launchDecision(appId: appId, manifest: manifest)
+        guard decision.allowed else { throw PermissionStoreError.launchRefused(appId: appId, missing: decision.missing) }
+        return outcome
+    }
+
+    /// The changes from the manifest in force for the newest cached version of `appId` to the latest
+    /// version's metadata on the platform.
+    public func manifestDiff(appId: String) async throws -> (cached: InstallRecord, latest: AppVersion, diff: ManifestDiff) {
+        try Identifier.validate(appId, as: .app)
+        guard let cached = cache.records(appId: appId).first else { throw CacheError.notCached(appId: appId, versionId: nil) }
+        guard let platform else { throw CacheError.notCached(appId: appId, versionId: nil) }
+        let latest = try await platform.latestVersion(ofApp: appId).version
+        let current = try await platform.metadata(appId: appId, versionId: latest.versionId, language: configuration.language)
+        return (cached, latest, ManifestDiff(from: try cache.manifest(of: cached, language: configuration.language), to: current))
+    }
+
+    private func ensureForLoad(appId: String, versionId: String?, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
         do {

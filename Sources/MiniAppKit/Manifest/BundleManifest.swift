@@ -14,6 +14,18 @@ public struct PermissionDeclaration: Sendable, Equatable, Codable {
     /// The known permission this names, or `nil` when the name is not one the platform defines.
     public var known: KnownPermission? { KnownPermission(rawValue: name) }
 
+    private enum CodingKeys: String, CodingKey { case name, reason }
+
+    /// Decodes `{"name", "reason"?}`; the name must not be empty.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        guard !name.isEmpty else {
+            throw DecodingError.dataCorruptedError(forKey: .name, in: container, debugDescription: "the permission name is empty")
+        }
+        reason = try container.decodeIfPresent(String.self, forKey: .reason)
+    }
+
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(name, forKey: .name)

@@ -1,0 +1,71 @@
+/// What changed between two manifests of an app: the one in force for a cached version and another.
+public struct ManifestDiff: Sendable, Equatable, Encodable {
+    /// A permission whose reason changed.
+    public struct ReasonChange: Sendable, Equatable, Encodable {
+        public var name: String
+        public var from: String?
+        public var to: String?
+    }
+
+    /// A token audience whose scopes changed (`from` empty: added; `to` empty: removed).
+    public struct TokenChange: Sendable, Equatable, Encodable {
+        public var audience: String
+        public var from: [String]
+        public var to: [String]
+    }
+
+    /// A customMetaData key whose value changed (`nil`: absent on that side).
+    public struct MetadataChange: Sendable, Equatable, Encodable {
+        public var key: String
+        public var from: String?
+        public var to: String?
+    }
+
+    public var requiredAdded: [String]
+    public var requiredRemoved: [String]
+    public var optionalAdded: [String]
+    public var optionalRemoved: [String]
+    public var reasonsChanged: [ReasonChange]
+    public var tokensChanged: [TokenChange]
+    public var customMetaDataChanged: [MetadataChange]
+
+    /// Whether nothing changed.
+    public var isEmpty: Bool {
+        requiredAdded.isEmpty && requiredRemoved.isEmpty && optionalAdded.isEmpty && optionalRemoved.isEmpty
+            && reasonsChanged.isEmpty && tokensChanged.isEmpty && customMetaDataChanged.isEmpty
+    }
+
+    /// The changes from `old` to `new`.
+    public init(from old: BundleManifest, to new: BundleManifest) {
+        func names(_ declarations: [PermissionDeclaration]) -> Set<String> { Set(declarations.map(\.name)) }
+        requiredAdded = names(new.reqPermissions).subtracting(names(old.reqPermissions)).sorted()
+        requiredRemoved = names(old.reqPermissions).subtracting(names(new.reqPermissions)).sorted()
+        optionalAdded = names(new.optPermissions).subtracting(names(old.optPermissions)).sorted()
+        optionalRemoved = names(old.optPermissions).subtracting(names(new.optPermissions)).sorted()
+
+        var oldReasons: [String: String?] = [:]
+        for declaration in old.reqPermissions + old.optPermissions where oldReasons[declaration.name] == nil { oldReasons[declaration.name] = declaration.reason }
+        var newReasons: [String: String?] = [:]
+        for declaration in new.reqPermissions + new.optPermissions where newReasons[declaration.name] == nil { newReasons[declaration.name] = declaration.reason }
+        reasonsChanged = Set(oldReasons.keys).intersection(newReasons.keys).sorted().compactMap { name in
+            let from = oldReasons[name] ?? nil
+            let to = newReasons[name] ?? nil
+            return from == to ? nil : ReasonChange(name: name, from: from, to: to)
+        }
+
+        func scopes(_ tokens: [AccessTokenPermission]) -> [String: [String]] {
+            Dictionary(tokens.map { ($0.audience, $0.scopes.sorted()) }, uniquingKeysWith: { first, second in (first + second).sorted() })
+        }
+        let oldTokens = scopes(old.accessTokenPermissions)
+        let newTokens = scopes(new.accessTokenPermissions)
+        tokensChanged = Set(oldTokens.keys).union(newTokens.keys).sorted().compactMap { audience in
+            let from = oldTokens[audience] ?? []
+            let to = newTokens[audience] ?? []
+            return from == to ? nil : TokenChange(audience: audience, from: from, to: to)
+        }
+
+        customMetaDataChanged = Set(old.customMetaData.keys).union(new.customMetaData.keys).sorted().compactMap { key in
+            old.customMetaData[key] == new.customMetaData[key] ? nil : MetadataChange(key: key, from: old.customMetaData[key], to: new.customMetaData[key])
+        }
+    }
+}

@@ -1,0 +1,248 @@
+import ArgumentParser
+import Foundation
+import MiniAppKit
+
+struct PermissionsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "permissions",
+        abstract: "Show, grant, deny, reset, list, import and export the custom permissions of mini-apps.",
+        discussion: """
+            Decisions live in <cache-dir>/permissions.sqlite, shared safely between processes; removing
+            cached versions never touches them. Names may be full (rakuten.miniapp.user.USER_NAME) or short (USER_NAME).
+            Examples:
+              miniapp permissions show hello
+              miniapp permissions grant hello USER_NAME LOCATION
+              miniapp permissions export hello --format pairs > hello.json
+            """,
+        subcommands: [
+            PermissionsShowCommand.self, PermissionsGrantCommand.self, PermissionsDenyCommand.self, PermissionsResetCommand.self,
+            PermissionsListCommand.self, PermissionsImportCommand.self, PermissionsExportCommand.self, PermissionsHistoryCommand.self,
+        ]
+    )
+}
+
+extension GlobalOptions {
+    /// The manifest that declares the app's permissions: its newest cached version's, else the latest
+    /// version's metadata from the platform (unless offline), else none.
+    func declaredManifest(appId: String, _ configuration: MiniAppConfiguration) async throws -> BundleManifest {
+        let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
+        if let record = cache.records(appId: appId).first {
+            return try cache.manifest(of: record, language: configuration.language)
+        }
+        guard !configuration.offline, configuration.platform != nil else { return BundleManifest() }
+        return try await withPlatform(configuration) { platform in
+            let latest = try await platform.latestVersion(ofApp: appId)
+            return try await platform.metadata(appId: appId, versionId: latest.version.versionId, language: configuration.language)
+        }
+    }
+
+    /// Prints an app's permissions as `show` does.
+    func renderPermissions(_ states: [PermissionState]) throws {
+        if json {
+            try Console.json(states)
+            return
+        }
+        guard !states.isEmpty else {
+            if !quiet { Console.standardError("no permissions declared or stored") }
+            return
+        }
+        var rows = [["NAME", "STATUS", "REQUIRED", "DECIDED", "REASON"]]
+        for state in states {
+            let name = state.name + (state.known ? "" : " (unknown)") + (state.declared ? "" : " (not declared)")
+            rows.append([name, state.status.rawValue, state.required ? "yes" : "no", state.decidedAt.map { $0.formatted(.iso8601) } ?? "never", state.reason ?? "-"])
+        }
+        Console.output(Console.table(rows))
+    }
+}
+
+struct PermissionsShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "Each permission the app declares (and any stored), with its status.")
+
+    @Argument(help: "The mini-app's id.")
+    var appId: String
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        try Identifier.validate(appId, as: .app)
+        let configuration = try options.configuration()
+        let manifest = try await options.declaredManifest(appId: appId, configuration)
+        let store = try PermissionStore(cacheDirectory: configuration.cacheDirectory)
+        try options.renderPermissions(try store.permissions(appId: appId, manifest: manifest))
+    }
+}
+
+/// What grant and deny share.
+struct PermissionDecision {
+    static func apply(_ status: PermissionStatus, appId: String, names: [String], options: GlobalOptions) async throws {
+        try Identifier.validate(appId, as: .app)
+        for name in names where !PermissionName.isValid(name) { throw PermissionStoreError.invalidName(name) }
+        let configuration = try options.configuration()
+        let store = try PermissionStore(cacheDirectory: configuration.cacheDirectory)
+        try store.set(appId: appId, Dictionary(names.map { ($0, status) }, uniquingKeysWith: { first, _ in first }))
+        let manifest = try await options.declaredManifest(appId: appId, configuration)
+        try options.renderPermissions(try store.permissions(appId: appId, manifest: manifest))
+    }
+}
+
+struct PermissionsGrantCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "grant", abstract: "Set permissions to ALLOWED; prints the new list.")
+
+    @Argument(help: "The mini-app's id.")
+    var appId: String
+
+    @Argument(help: "Permission names, full or short.")
+    var names: [String]
+
+    @OptionGroup var options: GlobalOptions
+
+    func validate() throws {
+        if names.isEmpty { throw ValidationError("name at least one permission to grant") }
+    }
+
+    func run() async throws {
+        try await PermissionDecision.apply(.allowed, appId: appId, names: names, options: options)
+    }
+}
+
+struct PermissionsDenyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "deny", abstract: "Set permissions to DENIED; prints the new list.")
+
+    @Argument(help: "The mini-app's id.")
+    var appId: String
+
+    @Argument(help: "Permission names, full or short.")
+    var names: [String]
+
+    @OptionGroup var options: GlobalOptions
+
+    func validate() throws {
+        if names.isEmpty { throw ValidationError("name at least one permission to deny") }
+    }
+
+    func run() async throws {
+        try await PermissionDecision.apply(.denied, appId: appId, names: names, options: options)
+    }
+}
+
+struct PermissionsResetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "reset", abstract: "Forget the app's stored statuses.")
+
+    @Argument(help: "The mini-app's id.")
+    var appId: String
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        try Identifier.validate(appId, as: .app)
+        let configuration = try options.configuration()
+        try PermissionStore(cacheDirectory: configuration.cacheDirectory).reset(appId: appId)
+        if !options.quiet && !options.json { Console.standardError("forgot the stored permissions of \(appId)") }
+        if options.json { try Console.json([String: String]()) }
+    }
+}
+
+struct PermissionsListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "Every cached app, and every app with stored decisions, with its statuses.")
+
+    @OptionGroup var options: GlobalOptions
+
+    struct Entry: Encodable {
+        var id: String
+        var permissions: [StoredPermission]
+    }
+
+    func run() async throws {
+        let configuration = try options.configuration()
+        let stored = try PermissionStore(cacheDirectory: configuration.cacheDirectory).appsWithDecisions()
+        var ids = Set(stored.keys)
+        for cache in options.caches(configuration) { ids.formUnion(cache.records().map(\.id)) }
+        let entries = ids.sorted().map { Entry(id: $0, permissions: stored[$0] ?? []) }
+        if options.json {
+            try Console.json(entries)
+            return
+        }
+        for entry in entries {
+            let statuses = entry.permissions.map { "\($0.name)=\($0.status.rawValue)" }.joined(separator: " ")
+            Console.output("\(entry.id)  \(statuses.isEmpty ? "(nothing decided)" : statuses)")
+        }
+    }
+}
+
+struct PermissionsExportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "export", abstract: "Print an app's permissions in an SDK interchange shape.")
+
+    @Argument(help: "The mini-app's id.")
+    var appId: String
+
+    @Option(help: "full ([{permissionName, isPermissionGranted}]) or pairs ({miniAppId, pairValues}).")
+    var format: PermissionInterchange = .full
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        try Identifier.validate(appId, as: .app)
+        let configuration = try options.configuration()
+        let manifest = try await options.declaredManifest(appId: appId, configuration)
+        let states = try PermissionStore(cacheDirectory: configuration.cacheDirectory).permissions(appId: appId, manifest: manifest)
+        var data = try format.export(appId: appId, states)
+        data.append(UInt8(ascii: "\n"))
+        FileHandle.standardOutput.write(data)
+    }
+}
+
+extension PermissionInterchange: ExpressibleByArgument {}
+
+struct PermissionsImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "import", abstract: "Store the statuses of a document in either interchange shape (- reads stdin).")
+
+    @Argument(help: "The mini-app's id.")
+    var appId: String
+
+    @Argument(help: "The JSON file, or - for standard input.")
+    var file: String
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        try Identifier.validate(appId, as: .app)
+        let configuration = try options.configuration()
+        let data: Data
+        if file == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let contents = FileManager.default.contents(atPath: file) else { throw BundleFileError.unreadable(path: file, reason: "it cannot be read") }
+            data = contents
+        }
+        let parsed = try PermissionInterchange.parse(data)
+        if let named = parsed.appId, named != appId {
+            throw ValidationError("the document is for app \(named), not \(appId)")
+        }
+        let store = try PermissionStore(cacheDirectory: configuration.cacheDirectory)
+        try store.set(appId: appId, parsed.statuses)
+        let manifest = try await options.declaredManifest(appId: appId, configuration)
+        try options.renderPermissions(try store.permissions(appId: appId, manifest: manifest))
+    }
+}
+
+struct PermissionsHistoryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "history", abstract: "Every change of an app's permissions, oldest first.")
+
+    @Argument(help: "The mini-app's id.")
+    var appId: String
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        try Identifier.validate(appId, as: .app)
+        let configuration = try options.configuration()
+        let changes = try PermissionStore(cacheDirectory: configuration.cacheDirectory).history(appId: appId)
+        if options.json {
+            try Console.json(changes)
+            return
+        }
+        for change in changes {
+            Console.output("\(change.changedAt.formatted(.iso8601))  \(change.name)  \(change.from?.rawValue ?? "undecided") -> \(change.to?.rawValue ?? "reset")")
+        }
+    }
+}
