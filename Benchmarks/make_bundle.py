@@ -28,7 +28,7 @@ def main(root, files=1000, folders=300, seed=7):
             # Binary assets (images, fonts): incompressible, 50 to 95 KB.
             path = os.path.join(folder, f"asset{index:04d}.png")
             with open(path, "wb") as handle:
-                handle.write(rng.randbytes(rng.randint(50_000, 95_000)))
+                handle.write(rng.randbytes(rng.randint(45_000, 80_000)))
         else:
             # Source text: compresses about 4:1, 10 to 30 KB.
             path = os.path.join(folder, f"module{index:04d}.js")

@@ -4,7 +4,7 @@ import Logging
 /// The on-disk cache of installed versions for one ``CacheNamespace``.
 ///
 /// Layout under the cache root:
-/// `bundles/<namespace>/<app-id>/<version-id>/{record.json, files.json, bundle/}`, `locks/`, `tmp/`,
+/// `bundles/<namespace>/<app-id>/<version-id>/{record.json, files.list, bundle/}`, `locks/`, `tmp/`,
 /// `trash/`. A version exists only once its `record.json` does; it is written last.
 public struct BundleCache: Sendable {
     /// The cache root.
@@ -92,8 +92,8 @@ public struct BundleCache: Sendable {
     /// whose size or change time moved; the thorough one hashes every file.
     public func check(_ record: InstallRecord, thorough: Bool = false) -> IntegrityReport {
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
-        guard let data = FileManager.default.contents(atPath: directory + "/files.json"),
-              let files = try? JSONDecoder().decode([BundleFile].self, from: data) else {
+        guard let data = FileManager.default.contents(atPath: directory + "/files.list"),
+              let files = BundleFileList.decode(data) else {
             return IntegrityReport(problems: ["the install-time file list is missing or unreadable"])
         }
         return BundleInspector(root: directory + "/bundle").compare(with: files, thorough: thorough)
@@ -124,7 +124,7 @@ public struct BundleCache: Sendable {
         return scratch
     }
 
-    /// Moves a finished staging folder (holding `bundle/` and `files.json`) into the version's place and
+    /// Moves a finished staging folder (holding `bundle/` and `files.list`) into the version's place and
     /// writes its record last, after one file-system sync. The caller holds the version's lock.
     func commit(stage: String, record: InstallRecord) throws(CacheError) -> InstallRecord {
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)

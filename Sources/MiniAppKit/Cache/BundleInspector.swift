@@ -10,22 +10,17 @@ struct BundleInspector {
         var expected = Dictionary(files.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         var problems: [String] = []
         var toHash: [(BundleFile, String)] = []
-        guard isDirectory(root) else { return IntegrityReport(problems: ["missing: the bundle folder"]) }
-        walk(relative: "") { relative, isRegular in
-            guard isRegular, let file = expected.removeValue(forKey: relative) else {
+        let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard rootDescriptor >= 0 else { return IntegrityReport(problems: ["missing: the bundle folder"]) }
+        walk(rootDescriptor, relative: "") { relative, info in
+            guard let info, let file = expected.removeValue(forKey: relative) else {
                 problems.append("added: \(relative)")
-                return
-            }
-            var info = stat()
-            let full = root + "/" + relative
-            guard lstat(full, &info) == 0 else {
-                problems.append("missing: \(relative)")
                 return
             }
             if Int64(info.st_size) != file.size {
                 problems.append("changed: \(relative)")
             } else if thorough || Int64(info.st_ctim.tv_sec) != file.changedAt.seconds || Int64(info.st_ctim.tv_nsec) != file.changedAt.nanoseconds {
-                toHash.append((file, full))
+                toHash.append((file, root + "/" + relative))
             }
         }
         problems += expected.keys.sorted().map { "missing: \($0)" }
@@ -50,9 +45,14 @@ struct BundleInspector {
         return queue.flagged.sorted().map { "changed: \(files[$0].0.path)" }
     }
 
-    private func walk(relative: String, _ visit: (String, Bool) -> Void) {
-        let directory = relative.isEmpty ? root : root + "/" + relative
-        guard let handle = opendir(directory) else { return }
+    /// Visits every entry under the open folder `descriptor` (which it closes): regular files with their
+    /// status, anything else that is not a folder with `nil`. Status calls are relative to the open
+    /// folder, so no path is resolved twice.
+    private func walk(_ descriptor: Int32, relative: String, _ visit: (String, stat?) -> Void) {
+        guard let handle = fdopendir(descriptor) else {
+            close(descriptor)
+            return
+        }
         defer { closedir(handle) }
         while let entry = readdir(handle) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
@@ -60,24 +60,21 @@ struct BundleInspector {
             }
             if name == "." || name == ".." { continue }
             let path = relative.isEmpty ? name : relative + "/" + name
-            var type = entry.pointee.d_type
-            if type == UInt8(DT_UNKNOWN) {
-                var info = stat()
-                if lstat(root + "/" + path, &info) == 0 {
-                    type = (info.st_mode & S_IFMT) == S_IFDIR ? UInt8(DT_DIR) : ((info.st_mode & S_IFMT) == S_IFREG ? UInt8(DT_REG) : UInt8(DT_UNKNOWN))
-                }
+            var info = stat()
+            guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+                visit(path, nil)
+                continue
             }
-            if type == UInt8(DT_DIR) {
-                walk(relative: path, visit)
-            } else {
-                visit(path, type == UInt8(DT_REG))
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR:
+                let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if child >= 0 { walk(child, relative: path, visit) } else { visit(path, nil) }
+            case S_IFREG:
+                visit(path, info)
+            default:
+                visit(path, nil)
             }
         }
-    }
-
-    private func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 }
 

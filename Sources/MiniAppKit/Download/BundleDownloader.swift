@@ -15,7 +15,8 @@ struct DownloadedFile: Sendable {
 /// Streams bundle zips to disk while hashing them, checking status and length, resuming with HTTP
 /// Range requests after a dropped connection.
 final class BundleDownloader: Sendable {
-    private let client: HTTPClient
+    private let connections: LazyHTTPClient
+    private var client: HTTPClient { connections.client }
     private let network: NetworkSettings
     private let maxBytes: Int64
     private let logger: Logger
@@ -24,17 +25,14 @@ final class BundleDownloader: Sendable {
         self.network = network
         self.maxBytes = maxBytes
         self.logger = logger
-        self.client = HTTPClient(
-            eventLoopGroupProvider: .singleton,
-            configuration: HTTPClient.Configuration(
-                redirectConfiguration: .follow(max: 5, allowCycles: false),
-                timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
-            )
-        )
+        self.connections = LazyHTTPClient(configuration: HTTPClient.Configuration(
+            redirectConfiguration: .follow(max: 5, allowCycles: false),
+            timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
+        ))
     }
 
     func shutdown() async {
-        try? await client.shutdown()
+        try? await connections.shutdown()
     }
 
     /// Downloads `url` into a new file at `path`, with no authentication headers.

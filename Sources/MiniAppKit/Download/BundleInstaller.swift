@@ -177,14 +177,15 @@ public final class BundleInstaller: Sendable {
 
         let downloaded: DownloadedFile
         let outcome: SignatureOutcome
+        let files: [BundleFile]
         if manifest.urls.count == 1 {
             downloaded = try await downloader.download(manifest.urls[0], to: zip, progress: progress)
             outcome = await verifier.check(signature: manifest.signature, keyId: manifest.publicKeyId, versionId: versionId, sha256: downloaded.sha256)
             try enforce(outcome)
-            try unpack(zip, into: stage)
+            files = try unpack(zip, into: stage)
         } else {
             guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
-            downloaded = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
+            (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
             outcome = .unverified(.multiFileManifest(versionId: versionId))
         }
         unlink(zip)
@@ -194,7 +195,7 @@ public final class BundleInstaller: Sendable {
             sizeBytes: 0, installedAt: Date(), lastUsedAt: Date(),
             platform: cache.namespace.platform, projectId: cache.namespace.projectId
         )
-        let committed = try commit(stage: stage, record: record)
+        let committed = try commit(stage: stage, record: record, files: files)
         logger.info("installed", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)", "signature": "\(outcome.status.rawValue)"])
         return InstallOutcome(record: committed, notes: Self.signatureNotes(committed))
     }
@@ -221,14 +222,14 @@ public final class BundleInstaller: Sendable {
         try enforce(outcome)
         let stage = scratch + "/stage"
         guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) }
-        try unpack(path, into: stage)
+        let files = try unpack(path, into: stage)
         let record = InstallRecord(
             id: appId, versionId: versionId, versionTag: versionTag, path: "", source: .bundle, signature: outcome.status,
             signatureDetail: outcome.error?.description, keyId: outcome.keyId, sha256: sha256.digest.hexString,
             sizeBytes: 0, installedAt: Date(), lastUsedAt: Date(),
             platform: cache.namespace.platform, projectId: cache.namespace.projectId
         )
-        var committed = try commit(stage: stage, record: record)
+        var committed = try commit(stage: stage, record: record, files: files)
         committed.source = .bundle
         return InstallOutcome(record: committed, notes: Self.signatureNotes(committed))
     }
@@ -240,35 +241,27 @@ public final class BundleInstaller: Sendable {
         logger.warning("signature not verified; installing under the advisory policy", metadata: ["detail": "\(outcome.error?.description ?? "")"])
     }
 
-    /// Extracts `zip` into `stage/bundle`, stripping one top folder, and writes `stage/files.json`.
-    private func unpack(_ zip: String, into stage: String) throws {
+    /// Extracts `zip` into `stage/bundle`, stripping one top folder, checks its manifest.json, and
+    /// writes `stage/files.list`.
+    private func unpack(_ zip: String, into stage: String) throws -> [BundleFile] {
         let raw = stage + "/raw"
         let result = try ArchiveExtractor(limits: configuration.extraction).extract(zip, into: raw)
         guard rename(result.bundleDirectory, stage + "/bundle") == 0 else { throw CacheError.system(stage + "/bundle") }
         if result.bundleDirectory != raw { rmdir(raw) }
         _ = try BundleManifest.read(bundleDirectory: stage + "/bundle")
-        try writeFileList(result.files, stage: stage)
+        try Durability.writeAtomically(BundleFileList.encode(result.files), to: stage + "/files.list", durable: false)
+        return result.files
     }
 
-    private func writeFileList(_ files: [BundleFile], stage: String) throws {
-        do {
-            try Durability.writeAtomically(try JSONEncoder().encode(files), to: stage + "/files.json", durable: false)
-        } catch let error as CacheError {
-            throw error
-        }
-    }
-
-    /// Commits a stage into the cache with its size filled in.
-    private func commit(stage: String, record: InstallRecord) throws -> InstallRecord {
-        guard let data = FileManager.default.contents(atPath: stage + "/files.json") else { throw CacheError.system(stage + "/files.json") }
-        let files = try JSONDecoder().decode([BundleFile].self, from: data)
+    /// Commits a stage into the cache, the record's size being the sum of `files`.
+    private func commit(stage: String, record: InstallRecord, files: [BundleFile]) throws -> InstallRecord {
         var sized = record
         sized.sizeBytes = files.reduce(0) { $0 + $1.size }
         return try cache.commit(stage: stage, record: sized)
     }
 
     /// The old platforms' one-URL-per-file manifests: each file lands at its path after `ver-<id>/`.
-    private func downloadFiles(_ urls: [URL], versionId: String, into stage: String, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> DownloadedFile {
+    private func downloadFiles(_ urls: [URL], versionId: String, into stage: String, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> (DownloadedFile, [BundleFile]) {
         let bundle = stage + "/bundle"
         guard mkdir(bundle, 0o755) == 0 else { throw CacheError.system(bundle) }
         var files: [BundleFile] = []
@@ -300,8 +293,9 @@ public final class BundleInstaller: Sendable {
         }
         guard files.contains(where: { $0.path == "index.html" }) else { throw ArchiveError.missingIndex }
         _ = try BundleManifest.read(bundleDirectory: bundle)
-        try writeFileList(files.sorted { $0.path < $1.path }, stage: stage)
-        return DownloadedFile(sha256: combined.finalize(), size: total)
+        let sorted = files.sorted { $0.path < $1.path }
+        try Durability.writeAtomically(BundleFileList.encode(sorted), to: stage + "/files.list", durable: false)
+        return (DownloadedFile(sha256: combined.finalize(), size: total), sorted)
     }
 
     /// The SHA-256 of a local bundle, read once.

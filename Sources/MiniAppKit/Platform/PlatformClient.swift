@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
@@ -18,7 +19,7 @@ public final class PlatformClient: PlatformAPI {
     let subscriptionKey: String?
     let network: NetworkSettings
     let logger: Logger
-    let httpClient: HTTPClient
+    private let connections: LazyHTTPClient
 
     /// A client for the platform at `baseURL`.
     public init(
@@ -31,13 +32,14 @@ public final class PlatformClient: PlatformAPI {
         self.preview = preview
         self.network = network
         self.logger = logger
-        var configuration = HTTPClient.Configuration(
+        self.connections = LazyHTTPClient(configuration: HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
-        )
-        configuration.httpVersion = .automatic
-        self.httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        ))
     }
+
+    /// The HTTP client, created on first use so that answering from the cache costs no connection setup.
+    var httpClient: HTTPClient { connections.client }
 
     /// A client for the remote platform that `configuration` names.
     public convenience init(configuration: MiniAppConfiguration, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })) throws(ConfigurationError) {
@@ -72,7 +74,7 @@ public final class PlatformClient: PlatformAPI {
 
     /// Closes the client's connections; call it once, when done.
     public func shutdown() async throws {
-        try await httpClient.shutdown()
+        try await connections.shutdown()
     }
 
     public func close() async {
@@ -217,6 +219,35 @@ public final class PlatformClient: PlatformAPI {
         @unknown default:
             return "it is not the expected JSON"
         }
+    }
+}
+
+/// An `HTTPClient` made on first use and shut down only if it was made.
+final class LazyHTTPClient: Sendable {
+    private let configuration: HTTPClient.Configuration
+    private let box = NIOLockedValueBox<HTTPClient?>(nil)
+
+    init(configuration: HTTPClient.Configuration) {
+        self.configuration = configuration
+    }
+
+    /// The client, made now if it does not exist yet.
+    var client: HTTPClient {
+        box.withLockedValue { client in
+            if let client { return client }
+            let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            client = made
+            return made
+        }
+    }
+
+    /// Shuts the client down, if it was made.
+    func shutdown() async throws {
+        let made = box.withLockedValue { client in
+            defer { client = nil }
+            return client
+        }
+        try await made?.shutdown()
     }
 }
 
