@@ -43,7 +43,7 @@ struct CacheListCommand: AsyncParsableCommand {
         for record in records {
             rows.append([
                 record.id, record.versionTag ?? "-", record.versionId, record.signature.rawValue, "\(record.sizeBytes)",
-                record.lastUsedAt.formatted(.iso8601), record.path,
+                RecordCoding.format(record.lastUsedAt), record.path,
             ])
         }
         Console.output(Console.table(rows))

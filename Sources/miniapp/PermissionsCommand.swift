@@ -49,7 +49,7 @@ extension GlobalOptions {
         var rows = [["NAME", "STATUS", "REQUIRED", "DECIDED", "REASON"]]
         for state in states {
             let name = state.name + (state.known ? "" : " (unknown)") + (state.declared ? "" : " (not declared)")
-            rows.append([name, state.status.rawValue, state.required ? "yes" : "no", state.decidedAt.map { $0.formatted(.iso8601) } ?? "never", state.reason ?? "-"])
+            rows.append([name, state.status.rawValue, state.required ? "yes" : "no", state.decidedAt.map(RecordCoding.format) ?? "never", state.reason ?? "-"])
         }
         Console.output(Console.table(rows))
     }
@@ -242,7 +242,7 @@ struct PermissionsHistoryCommand: AsyncParsableCommand {
             return
         }
         for change in changes {
-            Console.output("\(change.changedAt.formatted(.iso8601))  \(change.name)  \(change.from?.rawValue ?? "undecided") -> \(change.to?.rawValue ?? "reset")")
+            Console.output("\(RecordCoding.format(change.changedAt))  \(change.name)  \(change.from?.rawValue ?? "undecided") -> \(change.to?.rawValue ?? "reset")")
         }
     }
 }

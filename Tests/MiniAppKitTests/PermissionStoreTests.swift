@@ -138,3 +138,22 @@ import Testing
         #expect(ManifestDiff(from: old, to: old).isEmpty)
     }
 }
+
+@Suite struct RecordCodingTests {
+    @Test(arguments: [0.0, 1_795_341_404.237, 951_782_400.5, 4_102_444_799.999])
+    func datesRoundTripToTheMillisecond(seconds: Double) throws {
+        let date = Date(timeIntervalSince1970: seconds)
+        let parsed = try #require(RecordCoding.parse(RecordCoding.format(date)))
+        #expect(abs(parsed.timeIntervalSince1970 - seconds) < 0.001)
+    }
+
+    @Test func formatIsISO8601UTCWithMilliseconds() {
+        #expect(RecordCoding.format(Date(timeIntervalSince1970: 1_795_341_404.237)) == "2026-11-22T09:56:44.237Z")
+        #expect(RecordCoding.parse("2026-11-22T09:56:44Z") == Date(timeIntervalSince1970: 1_795_341_404))
+    }
+
+    @Test(arguments: ["", "2026-11-22", "2026-13-22T09:56:44Z", "2026-11-22T09:56:44+01:00", "2026-11-22T09:56:44.Z", "x026-11-22T09:56:44Z"])
+    func malformedDatesAreRefused(text: String) {
+        #expect(RecordCoding.parse(text) == nil)
+    }
+}
