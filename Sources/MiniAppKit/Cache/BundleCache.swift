@@ -93,10 +93,11 @@ public struct BundleCache: Sendable {
     public func check(_ record: InstallRecord, thorough: Bool = false) -> IntegrityReport {
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
         guard let data = FileManager.default.contents(atPath: directory + "/files.list"),
-              let files = BundleFileList.decode(data) else {
+              let list = BundleFileList(decoding: data) else {
             return IntegrityReport(problems: ["the install-time file list is missing or unreadable"])
         }
-        return BundleInspector(root: directory + "/bundle").compare(with: files, thorough: thorough)
+        let inspector = BundleInspector(root: directory + "/bundle")
+        return thorough ? inspector.compare(with: list.files, thorough: true) : inspector.quickCheck(list)
     }
 
     /// The manifest.json of a cached version, localised for `language`: the metadata in force for it.

@@ -5,7 +5,8 @@ struct BundleInspector {
     /// The bundle folder.
     let root: String
 
-    /// The problems found: changed, missing and added files.
+    /// The thorough check: every entry walked, every file hashed (or, when not `thorough`, only those
+    /// whose size or change time moved).
     func compare(with files: [BundleFile], thorough: Bool) -> IntegrityReport {
         var expected = Dictionary(files.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         var problems: [String] = []
@@ -26,6 +27,86 @@ struct BundleInspector {
         problems += expected.keys.sorted().map { "missing: \($0)" }
         problems += Self.hashMismatches(toHash)
         return IntegrityReport(problems: problems.sorted())
+    }
+
+    /// The quick check: every folder's and file's status against the list, hashing only files whose
+    /// change time moved, and reading only folders whose change time moved (an entry was added,
+    /// removed or renamed there).
+    func quickCheck(_ list: BundleFileList) -> IntegrityReport {
+        let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard rootDescriptor >= 0 else { return IntegrityReport(problems: ["missing: the bundle folder"]) }
+        defer { close(rootDescriptor) }
+        var problems: [String] = []
+        var moved: [String] = []
+        var info = stat()
+        for directory in list.directories {
+            guard fstatat(rootDescriptor, directory.path, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+                moved.append(directory.path)
+                continue
+            }
+            if Int64(info.st_ctim.tv_sec) != directory.changedAt.seconds || Int64(info.st_ctim.tv_nsec) != directory.changedAt.nanoseconds {
+                moved.append(directory.path)
+            }
+        }
+        var toHash: [(BundleFile, String)] = []
+        for file in list.files {
+            guard fstatat(rootDescriptor, file.path, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+                problems.append("missing: \(file.path)")
+                continue
+            }
+            if Int64(info.st_size) != file.size {
+                problems.append("changed: \(file.path)")
+            } else if Int64(info.st_ctim.tv_sec) != file.changedAt.seconds || Int64(info.st_ctim.tv_nsec) != file.changedAt.nanoseconds {
+                toHash.append((file, root + "/" + file.path))
+            }
+        }
+        if !moved.isEmpty {
+            var known = Set(list.files.map(\.path))
+            known.formUnion(list.directories.map(\.path))
+            for directory in moved {
+                let relative = directory == "." ? "" : directory
+                let descriptor = openat(rootDescriptor, directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard descriptor >= 0 else { continue }
+                for name in Self.names(in: descriptor) {
+                    let path = relative.isEmpty ? name : relative + "/" + name
+                    if !known.contains(path) { problems.append("added: \(path)") }
+                }
+            }
+        }
+        problems += Self.hashMismatches(toHash)
+        return IntegrityReport(problems: problems.sorted())
+    }
+
+    /// Every folder of the bundle (`.` for the bundle folder) with its change time now.
+    func directories() -> [BundleDirectory] {
+        var result: [BundleDirectory] = []
+        var pending = ["."]
+        var info = stat()
+        while let relative = pending.popLast() {
+            let path = relative == "." ? root : root + "/" + relative
+            guard lstat(path, &info) == 0 else { continue }
+            result.append(BundleDirectory(path: relative, changedAt: FileTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: Int64(info.st_ctim.tv_nsec))))
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+                let child = relative == "." ? name : relative + "/" + name
+                if lstat(root + "/" + child, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { pending.append(child) }
+            }
+        }
+        return result.sorted { $0.path < $1.path }
+    }
+
+    /// The entry names of the open folder `descriptor`, which it closes.
+    private static func names(in descriptor: Int32) -> [String] {
+        guard let handle = fdopendir(descriptor) else {
+            close(descriptor)
+            return []
+        }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 
     /// `changed:` lines for the files whose contents no longer hash to their recorded digest,

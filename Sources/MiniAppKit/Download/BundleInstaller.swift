@@ -249,8 +249,15 @@ public final class BundleInstaller: Sendable {
         guard rename(result.bundleDirectory, stage + "/bundle") == 0 else { throw CacheError.system(stage + "/bundle") }
         if result.bundleDirectory != raw { rmdir(raw) }
         _ = try BundleManifest.read(bundleDirectory: stage + "/bundle")
-        try Durability.writeAtomically(BundleFileList.encode(result.files), to: stage + "/files.list", durable: false)
+        try writeFileList(result.files, stage: stage)
         return result.files
+    }
+
+    /// Writes `stage/files.list`: the files, and the folders' change times as they are now that the
+    /// tree is in its final shape.
+    private func writeFileList(_ files: [BundleFile], stage: String) throws {
+        let list = BundleFileList(files: files, directories: BundleInspector(root: stage + "/bundle").directories())
+        try Durability.writeAtomically(list.encoded(), to: stage + "/files.list", durable: false)
     }
 
     /// Commits a stage into the cache, the record's size being the sum of `files`.
@@ -294,7 +301,7 @@ public final class BundleInstaller: Sendable {
         guard files.contains(where: { $0.path == "index.html" }) else { throw ArchiveError.missingIndex }
         _ = try BundleManifest.read(bundleDirectory: bundle)
         let sorted = files.sorted { $0.path < $1.path }
-        try Durability.writeAtomically(BundleFileList.encode(sorted), to: stage + "/files.list", durable: false)
+        try writeFileList(sorted, stage: stage)
         return (DownloadedFile(sha256: combined.finalize(), size: total), sorted)
     }
 
