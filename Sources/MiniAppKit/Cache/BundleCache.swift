@@ -4,7 +4,7 @@ import Logging
 /// The on-disk cache of installed versions for one ``CacheNamespace``.
 ///
 /// Layout under the cache root:
-/// `bundles/<namespace>/<app-id>/<version-id>/{record.json, files.list, bundle/}`, `locks/`, `tmp/`,
+/// `bundles/<namespace>/<app-id>/<version-id>/{record.json, files.list, last-used, bundle/}`, `locks/`, `tmp/`,
 /// `trash/`. A version exists only once its `record.json` does; it is written last.
 public struct BundleCache: Sendable {
     /// The cache root.
@@ -68,6 +68,11 @@ public struct BundleCache: Sendable {
               record.id == appId, record.versionId == versionId else { return nil }
         record.path = versionDirectory(appId: appId, versionId: versionId) + "/bundle"
         record.source = .cache
+        var info = stat()
+        if stat(versionDirectory(appId: appId, versionId: versionId) + "/last-used", &info) == 0 {
+            let used = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+            if used > record.lastUsedAt { record.lastUsedAt = used }
+        }
         return record
     }
 
@@ -152,21 +157,24 @@ public struct BundleCache: Sendable {
         return committed
     }
 
-    /// Records a use of the version now; a failure only loses the timestamp.
+    /// Records a use of the version now, as the modification time of its `last-used` file (one system
+    /// call, no rewrite of the record); a failure only loses the timestamp.
     @discardableResult
     func touch(_ record: InstallRecord, at date: Date = Date()) -> InstallRecord {
         var updated = record
         updated.lastUsedAt = date
-        var stored = updated
-        stored.source = .network
-        let path = versionDirectory(appId: record.id, versionId: record.versionId) + "/record.json"
-        if let current = FileManager.default.contents(atPath: path),
-           var onDisk = try? RecordCoding.decoder().decode(InstallRecord.self, from: current) {
-            onDisk.lastUsedAt = date
-            stored = onDisk
-        }
-        if let data = try? RecordCoding.encoder(pretty: true).encode(stored) {
-            try? Durability.writeAtomically(data, to: path, durable: false)
+        let path = versionDirectory(appId: record.id, versionId: record.versionId) + "/last-used"
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        var times = [
+            timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1e9)),
+            timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1e9)),
+        ]
+        if utimensat(AT_FDCWD, path, &times, 0) != 0 {
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+            if descriptor >= 0 {
+                futimens(descriptor, &times)
+                close(descriptor)
+            }
         }
         return updated
     }

@@ -108,12 +108,7 @@ public final class BundleInstaller: Sendable {
     }
 
     private func resolve(appId: String, versionId: String?) async throws -> AppVersion {
-        if let versionId {
-            if let cached = cache.record(appId: appId, versionId: versionId) {
-                return AppVersion(versionId: versionId, versionTag: cached.versionTag)
-            }
-            return AppVersion(versionId: versionId, versionTag: nil)
-        }
+        if let versionId { return AppVersion(versionId: versionId, versionTag: nil) }
         guard let platform else {
             guard let newest = cache.newestIntactRecord(appId: appId) ?? cache.records(appId: appId).first else {
                 throw CacheError.notCached(appId: appId, versionId: nil)
