@@ -61,6 +61,9 @@ def main():
     samples = {name: [] for name in contenders}
     for round_index in range(args.rounds):
         for name, command in contenders.items():
+            # Start every contender from a clean page cache state: miniapp's one syncfs must not pay
+            # for what the previous contender left dirty.
+            subprocess.run(["sync"], check=True)
             samples[name].append(timed(command(round_index)))
         for leftover in os.listdir(work):
             if leftover.startswith(("cold-", "stock-")):
