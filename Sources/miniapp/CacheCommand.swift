@@ -98,17 +98,12 @@ struct CacheVerifyCommand: AsyncParsableCommand {
 struct CacheRemoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "remove", abstract: "Delete cached versions of an app; the permission store is kept.")
 
-    @Argument(help: "The mini-app's id.")
-    var appId: String
-
-    @Option(name: .customLong("version"), help: "Only this version id.")
-    var versionId: String?
+    @OptionGroup var target: AppVersionArguments
 
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        try Identifier.validate(appId, as: .app)
-        if let versionId { try Identifier.validate(versionId, as: .version) }
+        let (appId, versionId) = (target.appId, target.versionId)
         let configuration = try options.configuration()
         var removed: [InstallRecord] = []
         for cache in options.caches(configuration) where !cache.records(appId: appId).isEmpty {

@@ -13,11 +13,7 @@ struct DownloadCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The mini-app's id.")
-    var appId: String
-
-    @Option(name: .customLong("version"), help: "A version id (default: the latest).")
-    var versionId: String?
+    @OptionGroup var target: AppVersionArguments
 
     @Flag(help: "Download and install again even when an intact copy is cached.")
     var force = false
@@ -25,8 +21,7 @@ struct DownloadCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        try Identifier.validate(appId, as: .app)
-        if let versionId { try Identifier.validate(versionId, as: .version) }
+        let (appId, versionId) = (target.appId, target.versionId)
         let configuration = try options.configuration()
         let outcome = try await options.withInstaller(configuration, needsPlatform: true) { installer in
             try await installer.download(appId: appId, versionId: versionId, force: force, progress: options.progressBar(for: appId))

@@ -12,17 +12,12 @@ struct InfoCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The mini-app's id.")
-    var appId: String
-
-    @Option(name: .customLong("version"), help: "A version id (default: the latest).")
-    var versionId: String?
+    @OptionGroup var target: AppVersionArguments
 
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        try Identifier.validate(appId, as: .app)
-        if let versionId { try Identifier.validate(versionId, as: .version) }
+        let (appId, versionId) = (target.appId, target.versionId)
         let configuration = try options.configuration()
         let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
         let record: AppRecord

@@ -14,17 +14,12 @@ struct LoadCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The mini-app's id.")
-    var appId: String
-
-    @Option(name: .customLong("version"), help: "A version id (default: the latest).")
-    var versionId: String?
+    @OptionGroup var target: AppVersionArguments
 
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        try Identifier.validate(appId, as: .app)
-        if let versionId { try Identifier.validate(versionId, as: .version) }
+        let (appId, versionId) = (target.appId, target.versionId)
         let configuration = try options.configuration()
         let outcome = try await options.withInstaller(configuration, needsPlatform: true) { installer in
             try await installer.load(appId: appId, versionId: versionId, progress: options.progressBar(for: appId))

@@ -12,11 +12,7 @@ struct ManifestCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The mini-app's id.")
-    var appId: String
-
-    @Option(name: .customLong("version"), help: "A version id (default: the latest).")
-    var versionId: String?
+    @OptionGroup var target: AppVersionArguments
 
     @Flag(help: "Compare the manifest in force for the newest cached version with the latest version's.")
     var diff = false
@@ -24,12 +20,11 @@ struct ManifestCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func validate() throws {
-        if diff && versionId != nil { throw ValidationError("--diff compares the cached version with the latest: drop --version") }
+        if diff && target.versionId != nil { throw ValidationError("--diff compares the cached version with the latest: drop --version") }
     }
 
     func run() async throws {
-        try Identifier.validate(appId, as: .app)
-        if let versionId { try Identifier.validate(versionId, as: .version) }
+        let (appId, versionId) = (target.appId, target.versionId)
         let configuration = try options.configuration()
         if diff {
             try await showDiff(configuration)
@@ -54,7 +49,8 @@ struct ManifestCommand: AsyncParsableCommand {
     }
 
     private func fetch(_ configuration: MiniAppConfiguration) async throws -> BundleManifest {
-        try await options.withPlatform(configuration) { platform in
+        let (appId, versionId) = (target.appId, target.versionId)
+        return try await options.withPlatform(configuration) { platform in
             let version: String
             if let versionId {
                 version = versionId
@@ -66,6 +62,7 @@ struct ManifestCommand: AsyncParsableCommand {
     }
 
     private func showDiff(_ configuration: MiniAppConfiguration) async throws {
+        let appId = target.appId
         let result = try await options.withInstaller(configuration, needsPlatform: true) { try await $0.manifestDiff(appId: appId) }
         if options.json {
             try Console.json(DiffDocument(cachedVersionId: result.cached.versionId, latestVersionId: result.latest.versionId, diff: result.diff))

@@ -72,21 +72,33 @@ struct PermissionsShowCommand: AsyncParsableCommand {
     }
 }
 
-/// What grant and deny share.
-struct PermissionDecision {
-    static func apply(_ status: PermissionStatus, appId: String, names: [String], options: GlobalOptions) async throws {
-        try Identifier.validate(appId, as: .app)
-        for name in names where !PermissionName.isValid(name) { throw PermissionStoreError.invalidName(name) }
+/// What grant and deny share: set one status on the named permissions, then print the new list.
+protocol PermissionDecisionCommand: AsyncParsableCommand {
+    static var status: PermissionStatus { get }
+    var appId: String { get }
+    var names: [String] { get }
+    var options: GlobalOptions { get }
+}
+
+extension PermissionDecisionCommand {
+    func validate() throws {
+        if names.isEmpty { throw ValidationError("name at least one permission") }
+        if !Identifier.isValid(appId) { throw ValidationError(IdentifierError.invalid(kind: .app, value: appId).description) }
+        for name in names where !PermissionName.isValid(name) { throw ValidationError(PermissionStoreError.invalidName(name).description) }
+    }
+
+    func run() async throws {
         let configuration = try options.configuration()
         let store = try PermissionStore(cacheDirectory: configuration.cacheDirectory)
-        try store.set(appId: appId, Dictionary(names.map { ($0, status) }, uniquingKeysWith: { first, _ in first }))
+        try store.set(appId: appId, Dictionary(names.map { ($0, Self.status) }, uniquingKeysWith: { first, _ in first }))
         let manifest = try await options.declaredManifest(appId: appId, configuration)
         try options.renderPermissions(try store.permissions(appId: appId, manifest: manifest))
     }
 }
 
-struct PermissionsGrantCommand: AsyncParsableCommand {
+struct PermissionsGrantCommand: PermissionDecisionCommand {
     static let configuration = CommandConfiguration(commandName: "grant", abstract: "Set permissions to ALLOWED; prints the new list.")
+    static let status = PermissionStatus.allowed
 
     @Argument(help: "The mini-app's id.")
     var appId: String
@@ -95,18 +107,11 @@ struct PermissionsGrantCommand: AsyncParsableCommand {
     var names: [String]
 
     @OptionGroup var options: GlobalOptions
-
-    func validate() throws {
-        if names.isEmpty { throw ValidationError("name at least one permission to grant") }
-    }
-
-    func run() async throws {
-        try await PermissionDecision.apply(.allowed, appId: appId, names: names, options: options)
-    }
 }
 
-struct PermissionsDenyCommand: AsyncParsableCommand {
+struct PermissionsDenyCommand: PermissionDecisionCommand {
     static let configuration = CommandConfiguration(commandName: "deny", abstract: "Set permissions to DENIED; prints the new list.")
+    static let status = PermissionStatus.denied
 
     @Argument(help: "The mini-app's id.")
     var appId: String
@@ -115,14 +120,6 @@ struct PermissionsDenyCommand: AsyncParsableCommand {
     var names: [String]
 
     @OptionGroup var options: GlobalOptions
-
-    func validate() throws {
-        if names.isEmpty { throw ValidationError("name at least one permission to deny") }
-    }
-
-    func run() async throws {
-        try await PermissionDecision.apply(.denied, appId: appId, names: names, options: options)
-    }
 }
 
 struct PermissionsResetCommand: AsyncParsableCommand {

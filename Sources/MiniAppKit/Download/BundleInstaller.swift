@@ -151,48 +151,30 @@ public final class BundleInstaller: Sendable {
 
     private func installFromPlatform(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
         guard let platform else { throw CacheError.notCached(appId: appId, versionId: versionId) }
-        try cache.prepare()
-        cache.sweep()
-        let lock = try await cache.lock(appId: appId, versionId: versionId)
-        defer { withExtendedLifetime(lock) {} }
-        if !force, let cached = cache.record(appId: appId, versionId: versionId), cache.check(cached).intact {
-            return reuse(cached)
+        return try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
+            if !force, let cached = cache.record(appId: appId, versionId: versionId), cache.check(cached).intact {
+                return reuse(cached)
+            }
+            var tag = versionTag
+            if tag == nil, let described = try? await platform.app(appId, version: versionId) { tag = described.version.versionTag }
+            let manifest = try await platform.fileManifest(appId: appId, versionId: versionId)
+            let downloaded: DownloadedFile
+            let outcome: SignatureOutcome
+            let files: [BundleFile]
+            if manifest.urls.count == 1 {
+                let zip = scratch + "/bundle.zip"
+                downloaded = try await downloader.download(manifest.urls[0], to: zip, progress: progress)
+                outcome = await verifier.check(signature: manifest.signature, keyId: manifest.publicKeyId, versionId: versionId, sha256: downloaded.sha256)
+                try enforce(outcome)
+                files = try unpack(zip, into: stage)
+                unlink(zip)
+            } else {
+                guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
+                (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
+                outcome = .unverified(.multiFileManifest(versionId: versionId))
+            }
+            return try finish(stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network, outcome: outcome, sha256: downloaded.sha256)
         }
-        let scratch = try cache.freshScratch(appId: appId, versionId: versionId)
-        defer {
-            cache.discard(scratch)
-            cache.emptyTrash()
-        }
-        var tag = versionTag
-        if tag == nil, let described = try? await platform.app(appId, version: versionId) { tag = described.version.versionTag }
-        let manifest = try await platform.fileManifest(appId: appId, versionId: versionId)
-        let zip = scratch + "/bundle.zip"
-        let stage = scratch + "/stage"
-        guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) }
-
-        let downloaded: DownloadedFile
-        let outcome: SignatureOutcome
-        let files: [BundleFile]
-        if manifest.urls.count == 1 {
-            downloaded = try await downloader.download(manifest.urls[0], to: zip, progress: progress)
-            outcome = await verifier.check(signature: manifest.signature, keyId: manifest.publicKeyId, versionId: versionId, sha256: downloaded.sha256)
-            try enforce(outcome)
-            files = try unpack(zip, into: stage)
-        } else {
-            guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
-            (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
-            outcome = .unverified(.multiFileManifest(versionId: versionId))
-        }
-        unlink(zip)
-        let record = InstallRecord(
-            id: appId, versionId: versionId, versionTag: tag, path: "", source: .network, signature: outcome.status,
-            signatureDetail: outcome.error?.description, keyId: outcome.keyId, sha256: downloaded.sha256.hexString,
-            sizeBytes: 0, installedAt: Date(), lastUsedAt: Date(),
-            platform: cache.namespace.platform, projectId: cache.namespace.projectId
-        )
-        let committed = try commit(stage: stage, record: record, files: files)
-        logger.info("installed", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)", "signature": "\(outcome.status.rawValue)"])
-        return InstallOutcome(record: committed, notes: Self.signatureNotes(committed))
     }
 
     /// Installs a local zip, with the same checks and the same cache as a download.
@@ -203,7 +185,18 @@ public final class BundleInstaller: Sendable {
         try Identifier.validate(appId, as: .app)
         try Identifier.validate(versionId, as: .version)
         if let keyId { try Identifier.validate(keyId, as: .key) }
-        let sha256 = try Self.hashBundle(at: path)
+        let sha256 = try Self.hashBundle(at: path).digest
+        return try await withLockedStage(appId: appId, versionId: versionId) { _, stage in
+            let outcome = await verifier.check(signature: signature, keyId: keyId, explicitKey: publicKey, versionId: versionId, sha256: sha256)
+            try enforce(outcome)
+            let files = try unpack(path, into: stage)
+            return try finish(stage: stage, files: files, appId: appId, versionId: versionId, versionTag: versionTag, source: .bundle, outcome: outcome, sha256: sha256)
+        }
+    }
+
+    /// Runs `body` holding the version's lock, with a fresh scratch folder and an empty `stage` folder in
+    /// it; afterwards, whatever happened, the scratch folder goes and the trash is emptied.
+    private func withLockedStage(appId: String, versionId: String, _ body: (_ scratch: String, _ stage: String) async throws -> InstallOutcome) async throws -> InstallOutcome {
         try cache.prepare()
         cache.sweep()
         let lock = try await cache.lock(appId: appId, versionId: versionId)
@@ -213,19 +206,26 @@ public final class BundleInstaller: Sendable {
             cache.discard(scratch)
             cache.emptyTrash()
         }
-        let outcome = await verifier.check(signature: signature, keyId: keyId, explicitKey: publicKey, versionId: versionId, sha256: sha256.digest)
-        try enforce(outcome)
         let stage = scratch + "/stage"
         guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) }
-        let files = try unpack(path, into: stage)
+        return try await body(scratch, stage)
+    }
+
+    /// Commits a verified stage with its record (the size being the sum of `files`), and reports it.
+    private func finish(
+        stage: String, files: [BundleFile], appId: String, versionId: String, versionTag: String?,
+        source: InstallSource, outcome: SignatureOutcome, sha256: [UInt8]
+    ) throws -> InstallOutcome {
+        let now = Date()
         let record = InstallRecord(
-            id: appId, versionId: versionId, versionTag: versionTag, path: "", source: .bundle, signature: outcome.status,
-            signatureDetail: outcome.error?.description, keyId: outcome.keyId, sha256: sha256.digest.hexString,
-            sizeBytes: 0, installedAt: Date(), lastUsedAt: Date(),
+            id: appId, versionId: versionId, versionTag: versionTag, path: "", source: source, signature: outcome.status,
+            signatureDetail: outcome.error?.description, keyId: outcome.keyId, sha256: sha256.hexString,
+            sizeBytes: files.reduce(0) { $0 + $1.size }, installedAt: now, lastUsedAt: now,
             platform: cache.namespace.platform, projectId: cache.namespace.projectId
         )
-        var committed = try commit(stage: stage, record: record, files: files)
-        committed.source = .bundle
+        var committed = try cache.commit(stage: stage, record: record)
+        committed.source = source
+        logger.info("installed", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)", "signature": "\(outcome.status.rawValue)"])
         return InstallOutcome(record: committed, notes: Self.signatureNotes(committed))
     }
 
@@ -253,13 +253,6 @@ public final class BundleInstaller: Sendable {
     private func writeFileList(_ files: [BundleFile], stage: String) throws {
         let list = BundleFileList(files: files, directories: BundleInspector(root: stage + "/bundle").directories())
         try Durability.writeAtomically(list.encoded(), to: stage + "/files.list", durable: false)
-    }
-
-    /// Commits a stage into the cache, the record's size being the sum of `files`.
-    private func commit(stage: String, record: InstallRecord, files: [BundleFile]) throws -> InstallRecord {
-        var sized = record
-        sized.sizeBytes = files.reduce(0) { $0 + $1.size }
-        return try cache.commit(stage: stage, record: sized)
     }
 
     /// The old platforms' one-URL-per-file manifests: each file lands at its path after `ver-<id>/`.
