@@ -259,6 +259,10 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
             let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace)
             #expect(cacheView.check(record, thorough: true).problems == ["added: added.js", "changed: js/app.js", "missing: css/app.css"])
             #expect(cacheView.check(record).problems == ["added: added.js", "changed: js/app.js", "missing: css/app.css"])
+            try FileManager.default.createDirectory(atPath: record.path + "/js/new", withIntermediateDirectories: false)
+            try "x".write(toFile: record.path + "/js/new/x.js", atomically: false, encoding: .utf8)
+            #expect(cacheView.check(record).problems.contains("added: js/new"), "a folder added deep down is found by the quick check")
+            #expect(cacheView.check(record, thorough: true).problems.contains("added: js/new/x.js"))
 
             var offline = configuration
             offline.offline = true
@@ -364,5 +368,31 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
         }
         view.sweep()
         #expect(CacheSnapshot(cache).leftovers.isEmpty)
+    }
+}
+
+@Suite struct MultiFileManifestTests {
+    /// An old-style platform listing every file of the bundle under `ver-<id>/`.
+    func fixture() -> PlatformFixture {
+        var fixture = PlatformFixture(apps: [FixtureApp(id: "app-old", versions: [
+            FixtureVersion(versionId: "v1", files: ["cdn/ver-v1/index.html", "cdn/ver-v1/js/app.js"], signature: "MEUCIQ=="),
+        ])])
+        fixture.blobs = ["/cdn/ver-v1/index.html": Array("<html>".utf8), "/cdn/ver-v1/js/app.js": Array("go()".utf8)]
+        return fixture
+    }
+
+    @Test func severalFilesInstallOnlyUnderTheAdvisoryPolicy() async throws {
+        let cache = try TemporaryDirectory.make().path
+        let fixture = fixture()
+        try await withTestServer({ fixture.handle($0) }) { server in
+            let error = await #expect(throws: SignatureError.self) { try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-old") } }
+            #expect(error == .multiFileManifest(versionId: "v1"))
+            #expect(CacheSnapshot(cache).files.isEmpty)
+            let outcome = try await withInstaller(makeConfiguration(server, cache: cache, policy: .advisory)) { try await $0.download(appId: "app-old") }
+            #expect(outcome.record.signature == .unverified)
+            #expect(try String(contentsOfFile: outcome.record.path + "/js/app.js", encoding: .utf8) == "go()")
+            let view = BundleCache(root: cache, namespace: makeConfiguration(server, cache: cache).cacheNamespace)
+            #expect(view.check(outcome.record, thorough: true).intact)
+        }
     }
 }

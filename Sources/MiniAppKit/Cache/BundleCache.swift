@@ -102,7 +102,7 @@ public struct BundleCache: Sendable {
             return IntegrityReport(problems: ["the install-time file list is missing or unreadable"])
         }
         let inspector = BundleInspector(root: directory + "/bundle")
-        return thorough ? inspector.compare(with: list.files, thorough: true) : inspector.quickCheck(list)
+        return thorough ? inspector.thoroughCheck(list.files) : inspector.quickCheck(list)
     }
 
     /// The manifest.json of a cached version, localised for `language`: the metadata in force for it.

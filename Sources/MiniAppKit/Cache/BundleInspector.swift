@@ -5,9 +5,8 @@ struct BundleInspector {
     /// The bundle folder.
     let root: String
 
-    /// The thorough check: every entry walked, every file hashed (or, when not `thorough`, only those
-    /// whose size or change time moved).
-    func compare(with files: [BundleFile], thorough: Bool) -> IntegrityReport {
+    /// The thorough check: every entry walked, every file hashed.
+    func thoroughCheck(_ files: [BundleFile]) -> IntegrityReport {
         var expected = Dictionary(files.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         var problems: [String] = []
         var toHash: [(BundleFile, String)] = []
@@ -20,7 +19,7 @@ struct BundleInspector {
             }
             if Int64(info.st_size) != file.size {
                 problems.append("changed: \(relative)")
-            } else if thorough || Int64(info.st_ctim.tv_sec) != file.changedAt.seconds || Int64(info.st_ctim.tv_nsec) != file.changedAt.nanoseconds {
+            } else {
                 toHash.append((file, root + "/" + relative))
             }
         }
