@@ -26,6 +26,9 @@ struct ManifestCommand: AsyncParsableCommand {
     func run() async throws {
         let (appId, versionId) = (target.appId, target.versionId)
         let configuration = try options.configuration()
+        if diff && configuration.offline {
+            throw ValidationError("--diff compares with the latest version on the platform: drop --offline")
+        }
         if diff {
             try await showDiff(configuration)
             return

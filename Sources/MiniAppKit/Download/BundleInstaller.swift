@@ -86,25 +86,15 @@ public final class BundleInstaller: Sendable {
     }
 
     private func ensureForLoad(appId: String, versionId: String?, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
-        try Identifier.validate(appId, as: .app)
-        if let versionId { try Identifier.validate(versionId, as: .version) }
         do {
-            let target = try await resolve(appId: appId, versionId: versionId)
-            let outcome = try await ensure(appId: appId, versionId: target.versionId, versionTag: target.versionTag, force: false, progress: progress)
-            return await pruneIfAutomatic(after: outcome)
+            return try await download(appId: appId, versionId: versionId, progress: progress)
         } catch let error as any CategorizedError where error.category == .unavailable {
-            guard let fallback = versionId.flatMap({ cache.record(appId: appId, versionId: $0) }).flatMap({ cache.check($0).intact ? $0 : nil })
-                    ?? (versionId == nil ? cache.newestIntactRecord(appId: appId) : nil) else { throw error }
+            // A given version that is cached and intact never reaches the network; only "the latest" falls back.
+            guard versionId == nil, let fallback = cache.newestIntactRecord(appId: appId) else { throw error }
             var outcome = reuse(fallback)
             outcome.notes.insert("the platform is unavailable (\(error.description)); using cached version \(fallback.versionId)", at: 0)
             return outcome
         }
-    }
-
-    /// The cached record of a version and whether it is intact, for `info`.
-    public func cachedState(appId: String, versionId: String) -> (record: InstallRecord, integrity: IntegrityReport)? {
-        guard let record = cache.record(appId: appId, versionId: versionId) else { return nil }
-        return (record, cache.check(record))
     }
 
     private func resolve(appId: String, versionId: String?) async throws -> AppVersion {
