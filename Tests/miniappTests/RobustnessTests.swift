@@ -1,0 +1,106 @@
+import Foundation
+import MiniAppKit
+import MiniAppTestSupport
+import Testing
+
+/// Whether this machine lets the tests mount a small tmpfs (root in a container that allows it).
+let canMountTmpfs: Bool = {
+    guard getuid() == 0, let directory = try? TemporaryDirectory.make() else { return false }
+    defer { try? FileManager.default.removeItem(at: directory) }
+    guard runQuietly("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", directory.path]) == 0 else { return false }
+    return runQuietly("/bin/umount", [directory.path]) == 0
+}()
+
+@discardableResult
+func runQuietly(_ tool: String, _ arguments: [String]) -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return -1 }
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
+/// Printable text that barely compresses, so that zips are nearly as large as what they hold.
+func noise(_ count: Int, seed: UInt64) -> String {
+    var state = seed
+    var bytes = [UInt8]()
+    bytes.reserveCapacity(count)
+    while bytes.count < count {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        bytes.append(0x21 + UInt8(truncatingIfNeeded: state >> 33) % 94)
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+@Suite struct RobustnessTests {
+    let work = try! TemporaryDirectory.make().path
+
+    @Test(.enabled(if: canMountTmpfs), arguments: [6_000_000, 2_600_000])
+    func aFullDiskIsALocalIOErrorAndTheCacheStaysIntact(payload: Int) async throws {
+        let cache = work + "/small"
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        #expect(runQuietly("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", cache]) == 0)
+        defer { runQuietly("/bin/umount", [cache]) }
+        let app = try ServedApp(files: BundleFactory.helloFiles.merging(["big.txt": noise(payload, seed: 7)]) { $1 })
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let before = CacheSnapshot(cache)
+            let result = try await runCached(server, cache: cache, ["download", "app-hello"])
+            expectFailure(result, status: 74, mentioning: "disk space")
+            #expect(CacheSnapshot(cache) == before)
+            #expect(CacheSnapshot(cache).leftovers.isEmpty)
+        }
+    }
+
+    @Test func aLockHeldTooLongIsBusy() async throws {
+        let app = try ServedApp()
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let cache = work + "/cache"
+            let namespace = CacheNamespace(platform: .remote(server.baseURL), projectId: "proj-1")
+            try FileManager.default.createDirectory(atPath: cache + "/locks", withIntermediateDirectories: true)
+            let descriptor = open(cache + "/locks/\(namespace.key)@app-hello@ver-1.lock", O_RDWR | O_CREAT, 0o644)
+            #expect(flock(descriptor, LOCK_EX) == 0)
+            defer { close(descriptor) }
+            let config = work + "/config.json"
+            try #"{"lockTimeoutSeconds": 1, "retry": {"initialDelayMs": 10}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            let result = try await runCached(server, cache: cache, ["download", "app-hello", "--version", "ver-1"], environment: ["MINIAPP_CONFIG": config])
+            expectFailure(result, status: 73, mentioning: "locked")
+            #expect(CacheSnapshot(cache).files.isEmpty)
+        }
+    }
+
+    @Test func killsAtManyPointsOfAnInstallNeverLeaveAHalfVersion() async throws {
+        let files = BundleFactory.helloFiles.merging((0..<200).map { ("assets/a\($0).txt", noise(20_000, seed: UInt64($0))) }) { $1 }
+        let app = try ServedApp(files: files)
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let cache = work + "/cache"
+            for delay in [0, 10, 30, 60, 100, 150, 220, 300, 450] {
+                let process = Process()
+                process.executableURL = CommandRunner.executable
+                process.arguments = ["download", "app-hello", "--force"]
+                process.environment = [
+                    "MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1",
+                    "MINIAPP_CACHE_DIR": cache, "HOME": work, "PATH": "/usr/bin:/bin",
+                ]
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                try await Task.sleep(for: .milliseconds(delay))
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                // Whatever is visible as installed is complete and intact.
+                let view = BundleCache(root: cache, namespace: CacheNamespace(platform: .remote(server.baseURL), projectId: "proj-1"))
+                for record in view.records() {
+                    #expect(view.check(record, thorough: true).intact, "a killed install (after \(delay) ms) left a damaged version visible")
+                }
+            }
+            let next = try await runCached(server, cache: cache, ["download", "app-hello", "--json"])
+            #expect(next.status == 0, "stderr: \(next.stderr)")
+            #expect(CacheSnapshot(cache).leftovers.isEmpty, "the next run cleaned what the killed ones left")
+            let verify = try await runCached(server, cache: cache, ["cache", "verify"])
+            #expect(verify.status == 0)
+        }
+    }
+}
