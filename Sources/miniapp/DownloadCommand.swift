@@ -10,22 +10,69 @@ struct DownloadCommand: AsyncParsableCommand {
             Examples:
               miniapp download 1a2b3c
               miniapp download 1a2b3c --version 4d5e6f --json
+              miniapp download 1a2b3c 7g8h9i 0j1k2l --jobs 2
             """
     )
 
     @OptionGroup var target: AppVersionArguments
+
+    @Argument(help: "More mini-app ids: their latest versions are downloaded too, --jobs at a time.")
+    var moreAppIds: [String] = []
+
+    @Option(help: "How many apps to download at once when several are named.")
+    var jobs = 4
 
     @Flag(help: "Download and install again even when an intact copy is cached.")
     var force = false
 
     @OptionGroup var options: GlobalOptions
 
+    func validate() throws {
+        if !moreAppIds.isEmpty, target.versionId != nil { throw ValidationError("--version goes with one app id only") }
+        if jobs < 1 { throw ValidationError("--jobs must be 1 or more") }
+        for appId in moreAppIds where !Identifier.isValid(appId) {
+            throw ValidationError(IdentifierError.invalid(kind: .app, value: appId).description)
+        }
+    }
+
     func run() async throws {
         let (appId, versionId) = (target.appId, target.versionId)
         let configuration = try options.configuration()
+        if !moreAppIds.isEmpty {
+            try await downloadMany([appId] + moreAppIds, configuration)
+            return
+        }
         let outcome = try await options.withInstaller(configuration, needsPlatform: true) { installer in
             try await installer.download(appId: appId, versionId: versionId, force: force, progress: options.progressBar(for: appId))
         }
         try options.render(outcome, verb: "downloaded")
+    }
+
+    /// Several apps: every record (`--json`: an array) or folder, then one error naming each failure.
+    private func downloadMany(_ appIds: [String], _ configuration: MiniAppConfiguration) async throws {
+        let results = try await options.withInstaller(configuration, needsPlatform: true) { installer in
+            await installer.download(appIds: appIds, maxConcurrent: jobs, force: force)
+        }
+        var records: [InstallRecord] = []
+        var failures: [(String, any Error)] = []
+        for (appId, result) in results {
+            switch result {
+            case .success(let outcome):
+                for note in outcome.notes { Console.warning(note, quiet: options.quiet) }
+                records.append(outcome.record)
+            case .failure(let error):
+                failures.append((appId, error))
+            }
+        }
+        if options.json {
+            try Console.json(records)
+        } else {
+            for record in records { Console.output(record.path) }
+        }
+        guard let (firstApp, firstError) = failures.first else { return }
+        let names = failures.map(\.0).joined(separator: ", ")
+        Console.error("\(failures.count) of \(appIds.count) downloads failed (\(names)); \(firstApp): \((firstError as? any CategorizedError)?.description ?? "\(firstError)")")
+        let category = (firstError as? any CategorizedError)?.category ?? .unavailable
+        throw ExitCode(ExitStatus.code(for: category))
     }
 }

@@ -396,3 +396,34 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
         }
     }
 }
+
+@Suite struct ManyDownloadsTests {
+    @Test func severalAppsDownloadWithBoundedParallelismAndIndependentFailures() async throws {
+        let root = try TemporaryDirectory.make().path
+        let key = try SigningKey.generate()
+        let publisher = RegistryPublisher(registry: Registry(root: root + "/registry"))
+        let folder = try BundleFactory.folder(BundleFactory.helloFiles)
+        for index in 0..<5 {
+            _ = try await publisher.publish(PublishRequest(source: folder, appId: "app-\(index)", versionTag: "1.0", key: key))
+        }
+        let configuration = MiniAppConfiguration(platform: .registry(path: root + "/registry"), cacheDirectory: root + "/cache")
+        let platform = try Platforms.open(configuration)
+        let installer = try BundleInstaller(configuration: configuration, platform: platform)
+        let ids = ["app-0", "app-1", "missing-app", "app-2", "app-3", "app-4"]
+        let results = await installer.download(appIds: ids, maxConcurrent: 3)
+        await installer.shutdown()
+        #expect(results.map(\.appId) == ids)
+        for (appId, result) in results {
+            switch result {
+            case .success(let outcome):
+                #expect(appId != "missing-app")
+                #expect(outcome.record.id == appId)
+                #expect(outcome.record.signature == .verified)
+            case .failure(let error):
+                #expect(appId == "missing-app")
+                #expect((error as? any CategorizedError)?.category == .notFound)
+            }
+        }
+        #expect(installer.cache.records().count == 5)
+    }
+}

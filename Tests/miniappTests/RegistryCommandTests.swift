@@ -252,6 +252,20 @@ func fetch(_ url: URL, headers: [String: String] = [:]) async throws -> (Int, [S
         #expect((try listed.json() as? [Any])?.count == 5, "new publishes appear without a restart")
     }
 
+    @Test func severalAppsDownloadInOneCommand() async throws {
+        let (registry, key, _) = try await publishedRegistry()
+        let folder = try BundleFactory.folder(BundleFactory.helloFiles)
+        _ = try await CommandRunner.run(["publish", folder, "--registry", registry, "--app-id", "other", "--version-tag", "1", "--key", key + ".pem"])
+        let environment = ["MINIAPP_PLATFORM": registry, "MINIAPP_CACHE_DIR": work + "/many"]
+        let both = try await CommandRunner.run(["download", "hello", "other", "--jobs", "2", "--json"], environment: environment)
+        #expect(both.status == 0, "stderr: \(both.stderr)")
+        #expect((try both.json() as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["hello", "other"])
+        let partial = try await CommandRunner.run(["download", "hello", "nope", "other", "--json"], environment: environment)
+        expectFailure(partial, status: 66, mentioning: "nope")
+        #expect((try partial.json() as? [Any])?.count == 2, "the others are still reported")
+        expectFailure(try await CommandRunner.run(["download", "hello", "other", "--version", "v1"], environment: environment), status: 64)
+    }
+
     @Test func demoRegistryDownloadsAndVerifies() async throws {
         let registry = repositoryRoot.appendingPathComponent("Manifests/demo/registry").path
         let listed = try await CommandRunner.run(["list", "--platform", registry, "--json"])

@@ -51,6 +51,34 @@ public final class BundleInstaller: Sendable {
         return await pruneIfAutomatic(after: outcome)
     }
 
+    /// Downloads the latest version of each app, at most `maxConcurrent` at a time; one app's failure
+    /// does not stop the others. Results come back in the order of `appIds`.
+    public func download(
+        appIds: [String], maxConcurrent: Int, force: Bool = false
+    ) async -> [(appId: String, result: Result<InstallOutcome, any Error>)] {
+        var results = [Result<InstallOutcome, any Error>?](repeating: nil, count: appIds.count)
+        await withTaskGroup(of: (Int, Result<InstallOutcome, any Error>).self) { group in
+            var next = 0
+            func start() {
+                let index = next
+                next += 1
+                group.addTask {
+                    do {
+                        return (index, .success(try await self.download(appId: appIds[index], force: force)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            for _ in 0..<min(max(maxConcurrent, 1), appIds.count) { start() }
+            for await (index, result) in group {
+                results[index] = result
+                if next < appIds.count { start() }
+            }
+        }
+        return zip(appIds, results).map { ($0, $1!) }
+    }
+
     /// Applies the retention policy after a use of `outcome`'s version, when it is automatic.
     private func pruneIfAutomatic(after outcome: InstallOutcome) async -> InstallOutcome {
         let retention = configuration.retention

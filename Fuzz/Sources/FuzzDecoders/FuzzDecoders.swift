@@ -1,0 +1,21 @@
+import Foundation
+import MiniAppKit
+
+/// The manifest and platform answer decoders on arbitrary bytes: decode or refuse, never crash.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzDecoders(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = Data(bytes: data, count: size)
+    let decoder = JSONDecoder()
+    if let manifest = try? decoder.decode(BundleManifest.self, from: bytes) {
+        _ = ManifestDiff(from: manifest, to: BundleManifest())
+    }
+    if let records = try? decoder.decode([AppRecord].self, from: bytes) {
+        for record in records { precondition(Identifier.isValid(record.id) && Identifier.isValid(record.version.versionId)) }
+    }
+    _ = try? decoder.decode(FileManifest.self, from: bytes)
+    _ = try? decoder.decode(PublicKeyRecord.self, from: bytes)
+    _ = try? PermissionInterchange.parse(bytes)
+    _ = RecordCoding.parse(String(decoding: bytes, as: UTF8.self))
+    _ = BundleFileList(decoding: bytes)
+    return 0
+}
