@@ -43,4 +43,4 @@ def main(root, files=1000, folders=300, seed=7):
                 handle.write(" ".join(parts) + "\n")
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1000, folders=30 if len(sys.argv) > 2 else 300)

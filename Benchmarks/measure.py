@@ -36,7 +36,7 @@ def wrk(url, seconds):
 
 def main():
     parser = argparse.ArgumentParser()
-    for name in ["bin", "base", "zip-url", "nginx", "work", "out"]:
+    for name in ["bin", "base", "zip-url", "nginx", "catalog", "work", "out"]:
         parser.add_argument("--" + name, required=True)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--wrk-seconds", type=int, default=8)
@@ -46,6 +46,7 @@ def main():
     warm_cache = os.path.join(work, "warm-cache")
     timed(f"{args.bin} download bench {client} --cache-dir {warm_cache}")
     bundle_files = os.path.join(work, "bundle")
+    twenty = " ".join(f"small-{index:02d}" for index in range(20))
 
     contenders = {
         "cold download (miniapp)": lambda n: f"{args.bin} download bench {client} --cache-dir {work}/cold-{n}",
@@ -57,6 +58,10 @@ def main():
         "miniapp --version": lambda n: f"{args.bin} --version",
         "cache verify (miniapp)": lambda n: f"{args.bin} cache verify {client} --cache-dir {warm_cache}",
         "sha256sum over the same files": lambda n: f"find {bundle_files} -type f -print0 | xargs -0 sha256sum",
+        "list --json of 10,000 apps (miniapp)": lambda n: f"{args.bin} list --json --platform {args.catalog} --project-id p",
+        "the same list with curl": lambda n: f"curl -sf {args.catalog}host/p/miniapps/",
+        "20 apps, --jobs 4 (miniapp)": lambda n: f"{args.bin} download {twenty} {client} --jobs 4 --cache-dir {work}/cold-par-{n}",
+        "20 apps, --jobs 1 (miniapp)": lambda n: f"{args.bin} download {twenty} {client} --jobs 1 --cache-dir {work}/cold-seq-{n}",
     }
     samples = {name: [] for name in contenders}
     for round_index in range(args.rounds):
@@ -77,6 +82,8 @@ def main():
         "warm download --version / miniapp --version": median["warm download --version (miniapp)"] / median["miniapp --version"],
         "warm download latest / miniapp --version": median["warm download latest (miniapp)"] / median["miniapp --version"],
         "cache verify / sha256sum": median["cache verify (miniapp)"] / median["sha256sum over the same files"],
+        "list --json of 10,000 apps / curl of the same list": median["list --json of 10,000 apps (miniapp)"] / median["the same list with curl"],
+        "20 apps: --jobs 1 time / --jobs 4 time (speed-up)": median["20 apps, --jobs 1 (miniapp)"] / median["20 apps, --jobs 4 (miniapp)"],
     }
     served = {
         "list: miniapp serve": wrk(f"{args.base}host/p/miniapps/", args.wrk_seconds),
