@@ -6,9 +6,10 @@ let package = Package(
     name: "miniapp-fuzz",
     dependencies: [.package(name: "miniapp", path: "..")],
     targets: [
-        .executableTarget(name: "FuzzArchive", dependencies: [.product(name: "MiniAppKit", package: "miniapp")]),
-        .executableTarget(name: "FuzzDecoders", dependencies: [.product(name: "MiniAppKit", package: "miniapp")]),
-        .executableTarget(name: "FuzzSignature", dependencies: [.product(name: "MiniAppKit", package: "miniapp")]),
+        .target(name: "FuzzSupport"),
+        .executableTarget(name: "FuzzArchive", dependencies: ["FuzzSupport", .product(name: "MiniAppKit", package: "miniapp")]),
+        .executableTarget(name: "FuzzDecoders", dependencies: ["FuzzSupport", .product(name: "MiniAppKit", package: "miniapp")]),
+        .executableTarget(name: "FuzzSignature", dependencies: ["FuzzSupport", .product(name: "MiniAppKit", package: "miniapp")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import FuzzSupport
 import MiniAppKit
 
 /// The archive reader on arbitrary bytes: it must refuse or extract, never crash, and never write
@@ -22,4 +23,12 @@ public func fuzzArchive(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     }
     return 0
+}
+
+@_cdecl("FuzzArchive_main")
+func fuzzArchiveMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    runFuzzer(argc, argv) { data, size in
+        guard let data else { return 0 }
+        return fuzzArchive(data, size)
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import FuzzSupport
 import MiniAppKit
 
 /// The manifest and platform answer decoders on arbitrary bytes: decode or refuse, never crash.
@@ -18,4 +19,12 @@ public func fuzzDecoders(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     _ = RecordCoding.parse(String(decoding: bytes, as: UTF8.self))
     _ = BundleFileList(decoding: bytes)
     return 0
+}
+
+@_cdecl("FuzzDecoders_main")
+func fuzzDecodersMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    runFuzzer(argc, argv) { data, size in
+        guard let data else { return 0 }
+        return fuzzDecoders(data, size)
+    }
 }

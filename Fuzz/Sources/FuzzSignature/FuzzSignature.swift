@@ -1,4 +1,5 @@
 import Foundation
+import FuzzSupport
 import MiniAppKit
 
 /// The signature and key parsers on arbitrary bytes: the first bytes pick what to feed, the rest is
@@ -23,4 +24,12 @@ public func fuzzSignature(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         precondition(!verified, "a random signature verified")
     }
     return 0
+}
+
+@_cdecl("FuzzSignature_main")
+func fuzzSignatureMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    runFuzzer(argc, argv) { data, size in
+        guard let data else { return 0 }
+        return fuzzSignature(data, size)
+    }
 }
