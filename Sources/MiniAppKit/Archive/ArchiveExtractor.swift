@@ -37,16 +37,22 @@ public struct ArchiveExtractor: Sendable {
             throw .corrupt(reason: Self.message(archive))
         }
 
-        var state = ExtractionState(destination: destination, limits: limits, archiveSize: archiveSize)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
-        defer { buffer.deallocate() }
+        let hasher = ParallelHasher()
+        var state = ExtractionState(destination: destination, limits: limits, archiveSize: archiveSize, hasher: hasher)
         var entry: OpaquePointer?
-        while true {
-            let status = archive_read_next_header(archive, &entry)
-            if status == CMiniAppArchive_EOF() { break }
-            guard status == CMiniAppArchive_OK(), let entry else { throw .corrupt(reason: Self.message(archive)) }
-            try state.add(entry: entry, archive: archive, buffer: buffer)
+        do throws(ArchiveError) {
+            while true {
+                let status = archive_read_next_header(archive, &entry)
+                if status == CMiniAppArchive_EOF() { break }
+                guard status == CMiniAppArchive_OK(), let entry else { throw ArchiveError.corrupt(reason: Self.message(archive)) }
+                try state.add(entry: entry, archive: archive)
+            }
+        } catch {
+            _ = hasher.finish()
+            throw error
         }
+        let digests = hasher.finish()
+        for index in state.files.indices { state.files[index].sha256 = digests[index] ?? "" }
         guard state.entryCount > 0 else { throw .corrupt(reason: "the archive is empty") }
         return try state.finish()
     }
@@ -69,14 +75,16 @@ private struct ExtractionState {
     var unpackedBytes: Int64 = 0
     var seen: [String: Bool] = [:]  // path -> isDirectory
     var files: [BundleFile] = []
+    let hasher: ParallelHasher
 
-    init(destination: String, limits: ExtractionLimits, archiveSize: Int64) {
+    init(destination: String, limits: ExtractionLimits, archiveSize: Int64, hasher: ParallelHasher) {
         self.destination = destination
         self.limits = limits
         self.archiveSize = archiveSize
+        self.hasher = hasher
     }
 
-    mutating func add(entry: OpaquePointer, archive: OpaquePointer, buffer: UnsafeMutableRawBufferPointer) throws(ArchiveError) {
+    mutating func add(entry: OpaquePointer, archive: OpaquePointer) throws(ArchiveError) {
         entryCount += 1
         guard entryCount <= limits.maxEntries else { throw .tooManyEntries(limit: limits.maxEntries) }
         guard let rawName = archive_entry_pathname_utf8(entry) ?? archive_entry_pathname(entry) else {
@@ -116,7 +124,7 @@ private struct ExtractionState {
             }
             chmod(target, 0o755)
         } else {
-            files.append(try write(entry: name, path: path, to: target, archive: archive, buffer: buffer))
+            files.append(try write(entry: name, path: path, to: target, archive: archive))
         }
     }
 
@@ -137,7 +145,9 @@ private struct ExtractionState {
         }
     }
 
-    mutating func write(entry: String, path: String, to target: String, archive: OpaquePointer, buffer: UnsafeMutableRawBufferPointer) throws(ArchiveError) -> BundleFile {
+    /// Writes the entry's data to a new file, counting real bytes against the limits; its digest is
+    /// computed by the hasher and filled in when the extraction ends.
+    mutating func write(entry: String, path: String, to target: String, archive: OpaquePointer) throws(ArchiveError) -> BundleFile {
         let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             if errno == EEXIST { throw .duplicateEntry(entry: entry) }
@@ -145,36 +155,50 @@ private struct ExtractionState {
         }
         defer { close(descriptor) }
         fchmod(descriptor, 0o644)
-        let digest = SHA256Digest()
+        let fileNumber = files.count
         var size: Int64 = 0
         while true {
+            let buffer = hasher.takeBuffer()
             let count = archive_read_data(archive, buffer.baseAddress, buffer.count)
-            if count == 0 { break }
-            guard count > 0 else { throw .corrupt(reason: "\(entry): \(ArchiveExtractor.message(archive))") }
+            if count == 0 {
+                hasher.giveBack(buffer)
+                break
+            }
+            do {
+                try take(count, of: buffer, entry: entry, into: descriptor, target: target, archive: archive)
+            } catch {
+                hasher.giveBack(buffer)
+                throw error
+            }
             size += Int64(count)
-            unpackedBytes += Int64(count)
-            guard unpackedBytes <= limits.maxUnpackedBytes else { throw .tooLarge(limitBytes: limits.maxUnpackedBytes) }
-            if unpackedBytes > limits.ratioFloorBytes, Double(unpackedBytes) > limits.maxCompressionRatio * Double(max(archiveSize, 1)) {
-                throw .compressionRatio(limit: limits.maxCompressionRatio)
-            }
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-            digest.update(chunk)
-            var offset = 0
-            while offset < count {
-                let written = Glibc.write(descriptor, chunk.baseAddress! + offset, count - offset)
-                guard written > 0 else {
-                    if written < 0 && errno == EINTR { continue }
-                    throw ArchiveExtractor.ioError(target)
-                }
-                offset += written
-            }
+            hasher.submit(file: fileNumber, buffer: buffer, count: count)
         }
+        hasher.endFile(fileNumber)
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw ArchiveExtractor.ioError(target) }
         return BundleFile(
-            path: path, size: size, sha256: digest.finalize().hexString,
+            path: path, size: size, sha256: "",
             changedAt: FileTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: Int64(info.st_ctim.tv_nsec))
         )
+    }
+
+    /// Checks a chunk that `archive_read_data` returned against the limits and writes it to the file.
+    private mutating func take(_ count: Int, of buffer: UnsafeMutableRawBufferPointer, entry: String, into descriptor: Int32, target: String, archive: OpaquePointer) throws(ArchiveError) {
+        guard count > 0 else { throw .corrupt(reason: "\(entry): \(ArchiveExtractor.message(archive))") }
+        unpackedBytes += Int64(count)
+        guard unpackedBytes <= limits.maxUnpackedBytes else { throw .tooLarge(limitBytes: limits.maxUnpackedBytes) }
+        if unpackedBytes > limits.ratioFloorBytes, Double(unpackedBytes) > limits.maxCompressionRatio * Double(max(archiveSize, 1)) {
+            throw .compressionRatio(limit: limits.maxCompressionRatio)
+        }
+        var offset = 0
+        while offset < count {
+            let written = Glibc.write(descriptor, buffer.baseAddress! + offset, count - offset)
+            guard written > 0 else {
+                if written < 0 && errno == EINTR { continue }
+                throw ArchiveExtractor.ioError(target)
+            }
+            offset += written
+        }
     }
 
     /// The bundle folder (the destination, or its one top folder holding index.html) and its files.
