@@ -20,6 +20,18 @@ public struct Registry: Sendable {
     /// Whether `root` holds a registry.
     public var exists: Bool { FileManager.default.fileExists(atPath: root + "/" + Self.marker) }
 
+    /// A counter in `.generation` that every publish increments (under the registry lock): readers may
+    /// cache what they derived from the registry until it changes.
+    public var generation: Int {
+        guard let data = FileManager.default.contents(atPath: root + "/.generation") else { return 0 }
+        return Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    }
+
+    /// Moves the generation on, after a change; the caller holds the registry lock.
+    func advanceGeneration() throws(CacheError) {
+        try Durability.writeAtomically(Data("\(generation + 1)\n".utf8), to: root + "/.generation", durable: false)
+    }
+
     func appDirectory(_ appId: String) -> String { root + "/apps/" + appId }
     func versionDirectory(_ appId: String, _ versionId: String) -> String { appDirectory(appId) + "/versions/" + versionId }
 

@@ -106,6 +106,11 @@ public struct RegistryPublisher: Sendable {
             try write(RegistryPreviewCode(appId: request.appId, versionId: versionId), to: registry.root + "/preview-codes/" + token + ".json")
             previewCode = String(token)
         }
+        do {
+            try registry.advanceGeneration()
+        } catch {
+            throw Self.ioError(registry.root + "/.generation")
+        }
         return PublishResult(id: request.appId, versionId: versionId, versionTag: request.versionTag, keyId: keyId, previewCode: previewCode)
     }
 

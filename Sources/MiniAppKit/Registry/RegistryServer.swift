@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// Serves a registry directory over the platform API of platform-api.md, with Hummingbird.
@@ -33,7 +34,7 @@ public struct RegistryServer: Sendable {
     /// Serves until SIGINT or SIGTERM (or cancellation), calling `onListening` with the base URL once bound.
     public func run(onListening: @escaping @Sendable (URL) async -> Void = { _ in }) async throws {
         guard registry.exists else { throw RegistryError.notARegistry(path: registry.root, reason: "it has no \(Registry.marker)") }
-        let responder = RegistryResponder(server: self, files: FileIO())
+        let responder = RegistryResponder(server: self, files: FileIO(), listings: ListingCache())
         let host = self.host
         let application = Application(
             responder: responder,
@@ -54,6 +55,7 @@ struct RegistryResponder: HTTPResponder {
     typealias Context = BasicRequestContext
     let server: RegistryServer
     let files: FileIO
+    let listings: ListingCache
 
     var registry: Registry { server.registry }
 
@@ -114,7 +116,10 @@ struct RegistryResponder: HTTPResponder {
 
     private func list(preview: Bool, request: Request) -> Response {
         guard let appId = request.uri.queryParameters["miniAppId"].map(String.init) else {
-            return Self.json(.ok, registry.listing(preview: preview))
+            let body = listings.body(preview: preview, stamp: registry.generation) {
+                Self.encode(registry.listing(preview: preview))
+            }
+            return Self.json(.ok, body: body)
         }
         guard let app = registry.app(appId), let latest = registry.versions(of: appId, preview: preview).first else {
             return Self.json(.ok, [AppRecord]())
@@ -199,16 +204,42 @@ struct RegistryResponder: HTTPResponder {
     }
 
     static func json<T: Encodable>(_ status: HTTPResponse.Status, _ value: T) -> Response {
-        let data = (try? RecordCoding.encoder().encode(value)) ?? Data("{}".utf8)
-        return Response(
-            status: status,
-            headers: [.contentType: "application/json", .contentLength: "\(data.count)"],
-            body: .init(byteBuffer: ByteBuffer(bytes: data))
-        )
+        json(status, body: encode(value))
+    }
+
+    static func json(_ status: HTTPResponse.Status, body: ByteBuffer) -> Response {
+        Response(status: status, headers: [.contentType: "application/json", .contentLength: "\(body.readableBytes)"], body: .init(byteBuffer: body))
+    }
+
+    static func encode<T: Encodable>(_ value: T) -> ByteBuffer {
+        ByteBuffer(bytes: (try? RecordCoding.encoder().encode(value)) ?? Data("{}".utf8))
     }
 
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
         json(status, ErrorDocument(code: status.code, message: message))
+    }
+}
+
+/// The encoded app lists, reused while the registry's generation has not moved, and for at most a
+/// second (so that a hand edit, which does not move it, shows soon too).
+final class ListingCache: Sendable {
+    private struct Entry {
+        var stamp: Int
+        var expires: ContinuousClock.Instant
+        var body: ByteBuffer
+    }
+
+    private let entries = NIOLockedValueBox<[Bool: Entry]>([:])
+
+    /// The cached body for `preview`, or a new one from `make`.
+    func body(preview: Bool, stamp: Int, make: () -> ByteBuffer) -> ByteBuffer {
+        let now = ContinuousClock.now
+        if let entry = entries.withLockedValue({ $0[preview] }), entry.stamp == stamp, entry.expires > now {
+            return entry.body
+        }
+        let body = make()
+        entries.withLockedValue { $0[preview] = Entry(stamp: stamp, expires: now + .seconds(1), body: body) }
+        return body
     }
 }
 
