@@ -79,18 +79,28 @@ struct BundleInspector {
     /// Every folder of the bundle (`.` for the bundle folder) with its change time now.
     func directories() -> [BundleDirectory] {
         var result: [BundleDirectory] = []
-        var pending = ["."]
-        var info = stat()
-        while let relative = pending.popLast() {
-            let path = relative == "." ? root : root + "/" + relative
-            guard lstat(path, &info) == 0 else { continue }
-            result.append(BundleDirectory(path: relative, changedAt: FileTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: Int64(info.st_ctim.tv_nsec))))
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
-                let child = relative == "." ? name : relative + "/" + name
-                if lstat(root + "/" + child, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { pending.append(child) }
-            }
-        }
+        let descriptor = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return [] }
+        collectDirectories(descriptor, relative: ".", into: &result)
         return result.sorted { $0.path < $1.path }
+    }
+
+    /// Adds the open folder `descriptor` (which it closes) and every folder below it.
+    private func collectDirectories(_ descriptor: Int32, relative: String, into result: inout [BundleDirectory]) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, let handle = fdopendir(descriptor) else {
+            close(descriptor)
+            return
+        }
+        defer { closedir(handle) }
+        result.append(BundleDirectory(path: relative, changedAt: FileTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: Int64(info.st_ctim.tv_nsec))))
+        while let entry = readdir(handle) {
+            guard entry.pointee.d_type == UInt8(DT_DIR) || entry.pointee.d_type == UInt8(DT_UNKNOWN) else { continue }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+            if name == "." || name == ".." { continue }
+            let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if child >= 0 { collectDirectories(child, relative: relative == "." ? name : relative + "/" + name, into: &result) }
+        }
     }
 
     /// The entry names of the open folder `descriptor`, which it closes.
