@@ -8,7 +8,7 @@ import NIOHTTP1
 /// A client for a remote platform API over HTTP, with retries, timeouts and lenient decoding.
 ///
 /// Create one per configuration and call ``shutdown()`` when done, or use
-/// ``withClient(configuration:logger:_:)`` which does it for you.
+/// ``Platforms/with(_:logger:_:)`` which does it for you.
 public final class PlatformClient: PlatformAPI {
     /// The base URL, ending with `/`.
     public let baseURL: URL
@@ -52,23 +52,6 @@ public final class PlatformClient: PlatformAPI {
             guard let projectId = configuration.projectId else { throw .missingProjectId }
             self.init(baseURL: url, projectId: projectId, subscriptionKey: configuration.subscriptionKey,
                       preview: configuration.preview, network: configuration.network, logger: logger)
-        }
-    }
-
-    /// Runs `body` with a client for `configuration` and shuts the client down afterwards.
-    public static func withClient<Result: Sendable>(
-        configuration: MiniAppConfiguration,
-        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() }),
-        _ body: (PlatformClient) async throws -> Result
-    ) async throws -> Result {
-        let client = try PlatformClient(configuration: configuration, logger: logger)
-        do {
-            let result = try await body(client)
-            try await client.shutdown()
-            return result
-        } catch {
-            try? await client.shutdown()
-            throw error
         }
     }
 
