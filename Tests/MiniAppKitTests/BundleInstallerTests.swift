@@ -192,6 +192,20 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
         }
     }
 
+    @Test func aKeyThatCannotBeFetchedFailsTheSignatureCheck() async throws {
+        var platform = try SignedPlatform()
+        platform.fixture.keys = [:]
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let error = await #expect(throws: SignatureError.self) { try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") } }
+            guard case .keyUnavailable(let keyId, _)? = error else {
+                Issue.record("expected keyUnavailable, got \(String(describing: error))")
+                return
+            }
+            #expect(keyId == "key-1")
+            #expect(CacheSnapshot(cache).files.isEmpty)
+        }
+    }
+
     @Test func pinnedKeysRefuseOthers() async throws {
         let platform = try SignedPlatform()
         try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in

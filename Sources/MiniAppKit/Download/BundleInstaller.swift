@@ -181,8 +181,12 @@ public final class BundleInstaller: Sendable {
             let files: [BundleFile]
             if manifest.urls.count == 1 {
                 let zip = scratch + "/bundle.zip"
+                async let key = verifier.prefetch(keyId: manifest.signature == nil ? nil : manifest.publicKeyId)
                 downloaded = try await downloader.download(manifest.urls[0], to: zip, progress: progress)
-                outcome = await verifier.check(signature: manifest.signature, keyId: manifest.publicKeyId, versionId: versionId, sha256: downloaded.sha256)
+                outcome = await verifier.check(
+                    signature: manifest.signature, keyId: manifest.publicKeyId, prefetched: await key,
+                    versionId: versionId, sha256: downloaded.sha256
+                )
                 try enforce(outcome)
                 files = try unpack(zip, into: stage)
                 unlink(zip)

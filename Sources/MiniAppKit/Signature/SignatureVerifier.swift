@@ -20,13 +20,17 @@ struct SignatureVerifier: Sendable {
 
     /// Checks `signature` over `versionId` and `sha256`. The key is `explicitKey` when given, else the
     /// platform's key `keyId`, else a pinned whole key.
-    func check(signature: String?, keyId: String?, explicitKey: PublicKey? = nil, versionId: String, sha256: [UInt8]) async -> SignatureOutcome {
+    /// `prefetched` is what ``prefetch(keyId:)`` fetched while the bundle was downloading, if anything.
+    func check(
+        signature: String?, keyId: String?, explicitKey: PublicKey? = nil, prefetched: Result<PublicKeyRecord, any Error>? = nil,
+        versionId: String, sha256: [UInt8]
+    ) async -> SignatureOutcome {
         guard let signature, !signature.isEmpty else { return .unverified(.missingSignature(versionId: versionId)) }
         if let explicitKey {
             return verify(signature, versionId: versionId, sha256: sha256, key: explicitKey, keyId: keyId ?? explicitKey.keyId)
         }
         if let keyId {
-            return await checkWithPlatformKey(signature, keyId: keyId, versionId: versionId, sha256: sha256)
+            return await checkWithPlatformKey(signature, keyId: keyId, prefetched: prefetched, versionId: versionId, sha256: sha256)
         }
         guard !trusted.keys.isEmpty else {
             return .failed(.keyUnavailable(keyId: "(none)", reason: "the platform names no key id and no trusted key is configured"))
@@ -39,7 +43,18 @@ struct SignatureVerifier: Sendable {
         return last
     }
 
-    private func checkWithPlatformKey(_ signature: String, keyId: String, versionId: String, sha256: [UInt8]) async -> SignatureOutcome {
+    /// Fetches the platform key `keyId` unless a fresh copy is stored, so that the fetch can overlap the
+    /// download; the result is only trusted once a signature verifies with it.
+    func prefetch(keyId: String?) async -> Result<PublicKeyRecord, any Error>? {
+        guard let keyId, let platform, keyStore?.record(id: keyId) == nil else { return nil }
+        do {
+            return .success(try await platform.publicKey(id: keyId))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func checkWithPlatformKey(_ signature: String, keyId: String, prefetched: Result<PublicKeyRecord, any Error>?, versionId: String, sha256: [UInt8]) async -> SignatureOutcome {
         if let stored = keyStore?.record(id: keyId), let key = try? BundleSignature.publicKey(from: stored) {
             let outcome = verify(signature, versionId: versionId, sha256: sha256, key: key, keyId: keyId)
             if outcome.status == .verified { return outcome }
@@ -50,7 +65,12 @@ struct SignatureVerifier: Sendable {
         }
         let key: PublicKey
         do {
-            let record = try await platform.publicKey(id: keyId)
+            let record: PublicKeyRecord
+            if let prefetched {
+                record = try prefetched.get()
+            } else {
+                record = try await platform.publicKey(id: keyId)
+            }
             key = try BundleSignature.publicKey(from: record)
             let outcome = verify(signature, versionId: versionId, sha256: sha256, key: key, keyId: keyId)
             if outcome.status == .verified { keyStore?.store(record) }
