@@ -78,6 +78,28 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
         }
     }
 
+    @Test func aTerminalGetsAProgressBarOnStderr() async throws {
+        let app = try ServedApp(files: BundleFactory.helloFiles.merging(["big.bin": String(repeating: "z0123456789", count: 100_000)]) { $1 })
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            // `script` runs the command on a pseudo-terminal, as a person's shell would.
+            let command = "MINIAPP_PLATFORM=\(server.baseURL.absoluteString) MINIAPP_PROJECT_ID=proj-1 MINIAPP_CACHE_DIR=\(cache) HOME=\(cache) \(CommandRunner.executable.path) download app-hello"
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+            process.arguments = ["-qec", command, "/dev/null"]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "output: \(output)")
+            #expect(output.contains("app-hello ["), "a bar is drawn")
+            #expect(output.contains("100%"))
+            let quiet = try await runCached(server, cache: cache, ["download", "app-hello", "--force"])
+            #expect(!quiet.stderr.contains("%"), "no bar when stderr is not a terminal")
+        }
+    }
+
     @Test func hostileAndTamperedBundlesExit65AndLeaveTheCacheAlone() async throws {
         var app = try ServedApp()
         let hostile = try BundleFactory.sign(RawZip([.file("index.html"), .symlink("evil", to: "/etc/passwd")]).bytes, versionId: "ver-1", key: app.key)
