@@ -104,3 +104,36 @@ func noise(_ count: Int, seed: UInt64) -> String {
         }
     }
 }
+
+@Suite struct MixedConcurrencyTests {
+    @Test func downloadsPrunesVerifiesAndGrantsAtOnceKeepEverythingConsistent() async throws {
+        let work = try TemporaryDirectory.make().path
+        let app = try ServedApp(versions: ["ver-1", "ver-2", "ver-3", "ver-4"])
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let cache = work + "/cache"
+            var commands: [[String]] = []
+            for version in ["ver-1", "ver-2", "ver-3", "ver-4"] { commands.append(["download", "app-hello", "--version", version]) }
+            commands += [["cache", "prune", "--keep", "2"], ["cache", "prune", "--max-bytes", "1"], ["cache", "verify"], ["cache", "list", "--json"]]
+            commands += [["permissions", "grant", "app-hello", "USER_NAME"], ["permissions", "grant", "app-hello", "LOCATION"], ["permissions", "deny", "app-hello", "POINTS"]]
+            let results = try await withThrowingTaskGroup(of: ([String], CommandResult).self) { group in
+                for arguments in commands {
+                    group.addTask { (arguments, try await runCached(server, cache: cache, arguments)) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            for (arguments, result) in results where arguments.first != "cache" || arguments.dropFirst().first != "verify" {
+                #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            }
+            // Whatever survived the prunes is complete and intact, and nothing half-done is left.
+            let view = BundleCache(root: cache, namespace: CacheNamespace(platform: .remote(server.baseURL), projectId: "proj-1"))
+            for record in view.records() {
+                #expect(view.check(record, thorough: true).intact)
+            }
+            #expect(CacheSnapshot(cache).leftovers.isEmpty)
+            let stored = try PermissionStore(cacheDirectory: cache).stored(appId: "app-hello")
+            #expect(Set(stored.map(\.name)) == [KnownPermission.userName.rawValue, KnownPermission.location.rawValue, KnownPermission.points.rawValue])
+            let verify = try await runCached(server, cache: cache, ["cache", "verify"])
+            #expect(verify.status == 0, "stderr: \(verify.stderr)")
+        }
+    }
+}
