@@ -61,8 +61,7 @@ extension PlatformClient {
                 throw error
             } catch is CancellationError {
                 throw CancellationError()
-            } catch let error as NIOTooManyBytesError {
-                _ = error
+            } catch is NIOTooManyBytesError {
                 throw PlatformError.invalidResponse(resource: resource, reason: "it is larger than \(network.maxResponseBytes) bytes")
             } catch {
                 if let clientError = error as? HTTPClientError, clientError == .cancelled { throw CancellationError() }
