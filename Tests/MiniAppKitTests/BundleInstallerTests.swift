@@ -237,6 +237,56 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
         }
     }
 
+    @Test func aServerThatIgnoresRangeMakesTheDownloadStartOver() async throws {
+        let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles.merging(["big.bin": String(repeating: "0123456789abcdef", count: 40_000)]) { $1 })])
+        let zipRequests = Counter()
+        try await withTestServer({ [platform] request in
+            var response = platform.fixture.handle(request)
+            guard request.path == platform.zipPath else { return response }
+            if zipRequests.next() == 1 {
+                response.action = .truncate(response.body.count / 2)
+                return response
+            }
+            // No Range support: the whole file again, with 200.
+            return StubResponse(status: 200, headers: [("Content-Type", "application/zip")], body: platform.fixture.blobs[platform.zipPath]!)
+        }) { server in
+            let outcome = try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") }
+            #expect(outcome.record.signature == .verified, "the digest started over with the bytes")
+            #expect(outcome.record.sha256 == SHA256Digest.hash(platform.fixture.blobs[platform.zipPath]!).hexString)
+            #expect(server.requests.filter { $0.path == platform.zipPath }.count == 2)
+        }
+    }
+
+    @Test func aBundleLargerThanTheLimitIsRefused() async throws {
+        let platform = try SignedPlatform()
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            var configuration = makeConfiguration(server, cache: cache)
+            configuration.maxDownloadBytes = 100
+            let error = await #expect(throws: DownloadError.self) { try await withInstaller(configuration) { try await $0.download(appId: "app-hello") } }
+            #expect(error?.category == .badData)
+            #expect(CacheSnapshot(cache).files.isEmpty)
+            #expect(CacheSnapshot(cache).leftovers.isEmpty)
+        }
+    }
+
+    @Test func automaticRetentionPrunesAfterADownload() async throws {
+        let platform = try SignedPlatform(versions: [("ver-1", "1", BundleFactory.helloFiles), ("ver-2", "2", BundleFactory.helloFiles), ("ver-3", "3", BundleFactory.helloFiles)])
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            var configuration = makeConfiguration(server, cache: cache)
+            configuration.retention = RetentionPolicy(previousVersions: 1, automatic: true)
+            for version in ["ver-1", "ver-2"] {
+                _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: version) }
+            }
+            let outcome = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-3") }
+            #expect(outcome.notes.contains { $0.contains("pruned 1") })
+            let view = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            #expect(Set(view.records().map(\.versionId)) == ["ver-2", "ver-3"])
+            configuration.retention.automatic = false
+            _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-1") }
+            #expect(view.records().count == 3, "downloads never evict on their own")
+        }
+    }
+
     @Test func missingZipIsUnavailableAndLeavesNothing() async throws {
         var platform = try SignedPlatform()
         platform.fixture.blobs = [:]
