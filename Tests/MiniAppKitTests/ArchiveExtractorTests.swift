@@ -5,12 +5,32 @@ import Testing
 @testable import MiniAppKit
 
 @Suite struct ArchiveExtractorTests {
+    /// Extracts `bytes` on one thread and again on three, and requires both to agree: the same files
+    /// and digests, or the same error.
     func extract(_ bytes: [UInt8], limits: ExtractionLimits = ExtractionLimits()) throws -> (ExtractionResult, String) {
         let directory = try TemporaryDirectory.make()
         let zip = directory.appendingPathComponent("a.zip").path
         try Data(bytes).write(to: URL(fileURLWithPath: zip))
-        let destination = directory.appendingPathComponent("out").path
-        return (try ArchiveExtractor(limits: limits).extract(zip, into: destination), destination)
+        func run(threads: Int) -> (Result<ExtractionResult, ArchiveError>, String) {
+            let destination = directory.appendingPathComponent("out-\(threads)").path
+            var extractor = ArchiveExtractor(limits: limits, maxThreads: threads)
+            extractor.parallelMinimumBytes = 0
+            return (Result { () throws(ArchiveError) in try extractor.extract(zip, into: destination) }, destination)
+        }
+        let (single, destination) = run(threads: 1)
+        let (parallel, parallelDestination) = run(threads: 3)
+        switch (single, parallel) {
+        case (.success(let one), .success(let three)):
+            #expect(one.files.map(\.path) == three.files.map(\.path))
+            #expect(one.files.map(\.sha256) == three.files.map(\.sha256))
+            #expect(one.unpackedBytes == three.unpackedBytes)
+            #expect(one.bundleDirectory.dropFirst(destination.count) == three.bundleDirectory.dropFirst(parallelDestination.count))
+        case (.failure(let one), .failure(let three)):
+            #expect(one == three)
+        default:
+            Issue.record("one thread gave \(single), three gave \(parallel)")
+        }
+        return (try single.get(), destination)
     }
 
     @Test func extractsFilesWithFixedModesAndDigests() throws {
@@ -99,6 +119,35 @@ import Testing
         let bomb = try BundleFactory.zeroBomb(size: 64 << 20)
         let error = #expect(throws: ArchiveError.self) { try extract(bomb) }
         #expect(error == .compressionRatio(limit: 100))
+    }
+
+    @Test func manyFilesOnManyThreadsMatchTheirSources() throws {
+        var generator = SystemRandomNumberGenerator()
+        var files: [String: String] = ["index.html": "<html>"]
+        for index in 0..<300 {
+            let size = Int.random(in: 0..<40_000, using: &generator)
+            let chunk = String((0..<64).map { _ in "0123456789abcdef".randomElement(using: &generator)! })
+            files["d\(index % 7)/e\(index % 5)/f\(index).txt"] = String(repeating: chunk, count: size / 64) + chunk.prefix(size % 64)
+        }
+        let (result, destination) = try extract(try BundleFactory.zip(files))
+        #expect(result.files.count == files.count)
+        for file in result.files {
+            let source = Array(try #require(files[file.path]).utf8)
+            #expect(file.size == Int64(source.count))
+            #expect(file.sha256 == SHA256Digest.hash(source).hexString)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: destination + "/" + file.path)) == Data(source))
+        }
+    }
+
+    @Test func theEarliestDamagedFileIsReported() throws {
+        var entries: [RawZip.Entry] = [.file("index.html")]
+        for index in 0..<200 {
+            let data = Array(String(repeating: "file \(index) ", count: 500).utf8)
+            let damaged = index == 120 || index == 180
+            entries.append(RawZip.Entry(name: "f\(index).js", data: data, crcOverride: damaged ? 0xDEADBEEF : nil))
+        }
+        let error = #expect(throws: ArchiveError.self) { try extract(RawZip(entries).bytes) }
+        #expect(error?.description.contains("f120.js") == true)
     }
 
     @Test func deterministicZipsAreIdentical() throws {

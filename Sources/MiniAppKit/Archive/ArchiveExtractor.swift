@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 internal import CMiniAppArchive
 
 /// What an extraction produced.
@@ -12,13 +13,26 @@ public struct ExtractionResult: Sendable {
 }
 
 /// Unpacks a zip with libarchive, refusing anything that is not plainly a bundle of files and folders.
+///
+/// Two passes. The first reads every entry header (the zip's central directory makes that cheap) and
+/// refuses the archive for any unsafe name, kind, duplicate or entry count before a byte is written;
+/// it creates the folders. The second inflates, writes and hashes the files on several threads, each
+/// with its own reader, taking the next file in archive order as it finishes one; the byte and ratio
+/// limits count real bytes across all of them.
 public struct ArchiveExtractor: Sendable {
     /// The limits applied.
     public var limits: ExtractionLimits
+    /// The most threads the second pass uses; 1 extracts on the calling thread only.
+    public var maxThreads: Int
+    /// Archives declaring fewer bytes than this are extracted on the calling thread only: a thread
+    /// costs more than it saves on a small bundle.
+    var parallelMinimumBytes: Int64 = 2 << 20
 
-    /// An extractor with the given limits.
-    public init(limits: ExtractionLimits = ExtractionLimits()) {
+    /// An extractor with the given limits, using up to `maxThreads` threads (by default one per core,
+    /// at most four).
+    public init(limits: ExtractionLimits = ExtractionLimits(), maxThreads: Int = min(ProcessInfo.processInfo.activeProcessorCount, 4)) {
         self.limits = limits
+        self.maxThreads = max(maxThreads, 1)
     }
 
     /// Extracts the zip at `archivePath` into `destination`, a new folder that must not exist yet.
@@ -26,35 +40,18 @@ public struct ArchiveExtractor: Sendable {
     /// Files get mode 0644 and folders 0755. On failure, `destination` may hold part of the archive:
     /// the caller owns it and removes it.
     public func extract(_ archivePath: String, into destination: String) throws(ArchiveError) -> ExtractionResult {
-        let archiveSize = Int64((try? FileManager.default.attributesOfItem(atPath: archivePath)[.size] as? NSNumber)??.int64Value ?? 0)
+        var info = stat()
+        let archiveSize = stat(archivePath, &info) == 0 ? Int64(info.st_size) : 0
         guard mkdir(destination, 0o755) == 0 else { throw Self.ioError(destination) }
         chmod(destination, 0o755)
 
-        guard let archive = archive_read_new() else { throw .corrupt(reason: "libarchive cannot allocate a reader") }
-        defer { archive_read_free(archive) }
-        archive_read_support_format_zip_seekable(archive)
-        guard archive_read_open_filename(archive, archivePath, 256 * 1024) == CMiniAppArchive_OK() else {
-            throw .corrupt(reason: Self.message(archive))
-        }
-
-        let hasher = ParallelHasher()
-        var state = ExtractionState(destination: destination, limits: limits, archiveSize: archiveSize, hasher: hasher)
-        var entry: OpaquePointer?
-        do throws(ArchiveError) {
-            while true {
-                let status = archive_read_next_header(archive, &entry)
-                if status == CMiniAppArchive_EOF() { break }
-                guard status == CMiniAppArchive_OK(), let entry else { throw ArchiveError.corrupt(reason: Self.message(archive)) }
-                try state.add(entry: entry, archive: archive)
-            }
-        } catch {
-            _ = hasher.finish()
-            throw error
-        }
-        let digests = hasher.finish()
-        for index in state.files.indices { state.files[index].sha256 = digests[index] ?? "" }
-        guard state.entryCount > 0 else { throw .corrupt(reason: "the archive is empty") }
-        return try state.finish()
+        var plan = try ExtractionPlan.scan(archivePath, limits: limits)
+        try plan.makeDirectories(in: destination)
+        let job = ExtractionJob(archivePath: archivePath, destination: destination, plan: plan, limits: limits, archiveSize: archiveSize)
+        job.run(threads: plan.declaredBytes < parallelMinimumBytes ? 1 : min(maxThreads, plan.files.count))
+        if let failure = job.firstFailure { throw failure }
+        plan.fill(from: job)
+        return try plan.result(destination: destination, unpackedBytes: job.unpacked.load(ordering: .relaxed))
     }
 
     static func message(_ archive: OpaquePointer) -> String {
@@ -66,25 +63,65 @@ public struct ArchiveExtractor: Sendable {
     }
 }
 
-/// The running state of one extraction: names seen, bytes written, files recorded.
-private struct ExtractionState {
-    let destination: String
-    let limits: ExtractionLimits
-    let archiveSize: Int64
-    var entryCount = 0
-    var unpackedBytes: Int64 = 0
-    var seen: [String: Bool] = [:]  // path -> isDirectory
-    var files: [BundleFile] = []
-    let hasher: ParallelHasher
+/// One libarchive zip reader over a file, freed with the value.
+private final class ArchiveReader {
+    let handle: OpaquePointer
 
-    init(destination: String, limits: ExtractionLimits, archiveSize: Int64, hasher: ParallelHasher) {
-        self.destination = destination
-        self.limits = limits
-        self.archiveSize = archiveSize
-        self.hasher = hasher
+    init(_ path: String, blockSize: Int) throws(ArchiveError) {
+        guard let handle = archive_read_new() else { throw .corrupt(reason: "libarchive cannot allocate a reader") }
+        self.handle = handle
+        archive_read_support_format_zip_seekable(handle)
+        guard archive_read_open_filename(handle, path, blockSize) == CMiniAppArchive_OK() else {
+            throw .corrupt(reason: message)
+        }
     }
 
-    mutating func add(entry: OpaquePointer, archive: OpaquePointer) throws(ArchiveError) {
+    deinit {
+        archive_read_free(handle)
+    }
+
+    /// The next entry header, or `nil` at the end.
+    func next() throws(ArchiveError) -> OpaquePointer? {
+        var entry: OpaquePointer?
+        let status = archive_read_next_header(handle, &entry)
+        if status == CMiniAppArchive_EOF() { return nil }
+        guard status == CMiniAppArchive_OK(), let entry else { throw .corrupt(reason: message) }
+        return entry
+    }
+
+    var message: String { ArchiveExtractor.message(handle) }
+}
+
+/// What the first pass learned: every name checked, the folders, and the files to write in archive order.
+private struct ExtractionPlan {
+    struct File {
+        /// The entry's position among all entries, folders included.
+        var ordinal: Int
+        /// The entry's name as stored, for messages and for the second pass to check.
+        var name: String
+        /// The cleaned path relative to the destination.
+        var path: String
+        var record: BundleFile?
+    }
+
+    var files: [File] = []
+    var directories: [String] = []
+    var seen: [String: Bool] = [:]  // path -> isDirectory
+    var entryCount = 0
+    var declaredBytes: Int64 = 0
+
+    static func scan(_ archivePath: String, limits: ExtractionLimits) throws(ArchiveError) -> ExtractionPlan {
+        let reader = try ArchiveReader(archivePath, blockSize: 4 * 1024)
+        var plan = ExtractionPlan()
+        while let entry = try reader.next() {
+            try plan.add(entry, limits: limits)
+        }
+        guard plan.entryCount > 0 else { throw .corrupt(reason: "the archive is empty") }
+        return plan
+    }
+
+    mutating func add(_ entry: OpaquePointer, limits: ExtractionLimits) throws(ArchiveError) {
+        let ordinal = entryCount
         entryCount += 1
         guard entryCount <= limits.maxEntries else { throw .tooManyEntries(limit: limits.maxEntries) }
         guard let rawName = archive_entry_pathname_utf8(entry) ?? archive_entry_pathname(entry) else {
@@ -114,96 +151,42 @@ private struct ExtractionState {
             return
         }
         if seen[path] != nil { throw .duplicateEntry(entry: name) }
-        try makeParents(of: components, entry: name)
-        seen[path] = isDirectory
-        let target = destination + "/" + path
-        if isDirectory {
-            guard mkdir(target, 0o755) == 0 else {
-                if errno == EEXIST { throw .duplicateEntry(entry: name) }
-                throw ArchiveExtractor.ioError(target)
-            }
-            chmod(target, 0o755)
-        } else {
-            files.append(try write(entry: name, path: path, to: target, archive: archive))
-        }
-    }
-
-    /// Creates the implicit parent folders of an entry, refusing a parent that is a file.
-    mutating func makeParents(of components: [String], entry: String) throws(ArchiveError) {
-        var path = ""
+        var parent = ""
         for component in components.dropLast() {
-            path = path.isEmpty ? component : path + "/" + component
-            switch seen[path] {
+            parent = parent.isEmpty ? component : parent + "/" + component
+            switch seen[parent] {
             case true?: continue
-            case false?: throw .duplicateEntry(entry: entry)
+            case false?: throw .duplicateEntry(entry: name)
             case nil:
-                let target = destination + "/" + path
-                guard mkdir(target, 0o755) == 0 else { throw ArchiveExtractor.ioError(target) }
-                chmod(target, 0o755)
-                seen[path] = true
+                seen[parent] = true
+                directories.append(parent)
             }
+        }
+        seen[path] = isDirectory
+        if isDirectory {
+            directories.append(path)
+        } else {
+            files.append(File(ordinal: ordinal, name: name, path: path))
+            if archive_entry_size_is_set(entry) != 0 { declaredBytes += max(archive_entry_size(entry), 0) }
         }
     }
 
-    /// Writes the entry's data to a new file, counting real bytes against the limits; its digest is
-    /// computed by the hasher and filled in when the extraction ends.
-    mutating func write(entry: String, path: String, to target: String, archive: OpaquePointer) throws(ArchiveError) -> BundleFile {
-        let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            if errno == EEXIST { throw .duplicateEntry(entry: entry) }
-            throw ArchiveExtractor.ioError(target)
+    /// Creates every folder, parents first (each is listed after its parents).
+    func makeDirectories(in destination: String) throws(ArchiveError) {
+        for directory in directories {
+            let target = destination + "/" + directory
+            guard mkdir(target, 0o755) == 0 else { throw ArchiveExtractor.ioError(target) }
+            chmod(target, 0o755)
         }
-        defer { close(descriptor) }
-        fchmod(descriptor, 0o644)
-        let fileNumber = files.count
-        var size: Int64 = 0
-        while true {
-            let buffer = hasher.takeBuffer()
-            let count = archive_read_data(archive, buffer.baseAddress, buffer.count)
-            if count == 0 {
-                hasher.giveBack(buffer)
-                break
-            }
-            do {
-                try take(count, of: buffer, entry: entry, into: descriptor, target: target, archive: archive)
-            } catch {
-                hasher.giveBack(buffer)
-                throw error
-            }
-            size += Int64(count)
-            hasher.submit(file: fileNumber, buffer: buffer, count: count)
-        }
-        hasher.endFile(fileNumber)
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw ArchiveExtractor.ioError(target) }
-        return BundleFile(
-            path: path, size: size, sha256: "",
-            changedAt: FileTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: Int64(info.st_ctim.tv_nsec))
-        )
     }
 
-    /// Checks a chunk that `archive_read_data` returned against the limits and writes it to the file.
-    private mutating func take(_ count: Int, of buffer: UnsafeMutableRawBufferPointer, entry: String, into descriptor: Int32, target: String, archive: OpaquePointer) throws(ArchiveError) {
-        guard count > 0 else { throw .corrupt(reason: "\(entry): \(ArchiveExtractor.message(archive))") }
-        unpackedBytes += Int64(count)
-        guard unpackedBytes <= limits.maxUnpackedBytes else { throw .tooLarge(limitBytes: limits.maxUnpackedBytes) }
-        if unpackedBytes > limits.ratioFloorBytes, Double(unpackedBytes) > limits.maxCompressionRatio * Double(max(archiveSize, 1)) {
-            throw .compressionRatio(limit: limits.maxCompressionRatio)
-        }
-        var offset = 0
-        while offset < count {
-            let written = Glibc.write(descriptor, buffer.baseAddress! + offset, count - offset)
-            guard written > 0 else {
-                if written < 0 && errno == EINTR { continue }
-                throw ArchiveExtractor.ioError(target)
-            }
-            offset += written
-        }
+    mutating func fill(from job: ExtractionJob) {
+        for index in files.indices { files[index].record = job.records[index] }
     }
 
     /// The bundle folder (the destination, or its one top folder holding index.html) and its files.
-    func finish() throws(ArchiveError) -> ExtractionResult {
-        let sorted = files.sorted { $0.path < $1.path }
+    func result(destination: String, unpackedBytes: Int64) throws(ArchiveError) -> ExtractionResult {
+        let sorted = files.compactMap(\.record).sorted { $0.path < $1.path }
         if seen["index.html"] == false {
             return ExtractionResult(bundleDirectory: destination, files: sorted, unpackedBytes: unpackedBytes)
         }
@@ -217,6 +200,142 @@ private struct ExtractionState {
             return file
         }
         return ExtractionResult(bundleDirectory: destination + "/" + top, files: stripped, unpackedBytes: unpackedBytes)
+    }
+}
+
+/// The second pass, shared by its threads: which file is next, the bytes written so far, the records
+/// and the failures.
+private final class ExtractionJob: @unchecked Sendable {
+    let archivePath: String
+    let destination: String
+    let files: [ExtractionPlan.File]
+    let limits: ExtractionLimits
+    let archiveSize: Int64
+    let next = Atomic<Int>(0)
+    let unpacked = Atomic<Int64>(0)
+    let stopped = Atomic<Bool>(false)
+    /// Slot `i` is written only by the thread that took file `i`, and read after every thread ended.
+    let records: UnsafeMutableBufferPointer<BundleFile?>
+    private let failures = Mutex<[(index: Int, error: ArchiveError)]>([])
+
+    init(archivePath: String, destination: String, plan: ExtractionPlan, limits: ExtractionLimits, archiveSize: Int64) {
+        self.archivePath = archivePath
+        self.destination = destination
+        self.files = plan.files
+        self.limits = limits
+        self.archiveSize = archiveSize
+        records = .allocate(capacity: plan.files.count)
+        records.initialize(repeating: nil)
+    }
+
+    deinit {
+        records.deinitialize()
+        records.deallocate()
+    }
+
+    /// The failure of the earliest file, when any failed.
+    var firstFailure: ArchiveError? {
+        failures.withLock { $0.min { $0.index < $1.index }?.error }
+    }
+
+    /// Extracts every file on `threads` threads, the calling one included, and returns when all ended.
+    func run(threads: Int) {
+        let done = DispatchSemaphore(value: 0)
+        for number in 1..<max(threads, 1) {
+            let thread = Thread { [self] in
+                work()
+                done.signal()
+            }
+            thread.name = "miniapp.unzip.\(number)"
+            thread.start()
+        }
+        work()
+        for _ in 1..<max(threads, 1) { done.wait() }
+    }
+
+    private func fail(_ index: Int, _ error: ArchiveError) {
+        failures.withLock { $0.append((index, error)) }
+        stopped.store(true, ordering: .relaxed)
+    }
+
+    /// One thread's loop: take the next file, move this thread's reader forward to it, write it.
+    private func work() {
+        let reader: ArchiveReader
+        do {
+            reader = try ArchiveReader(archivePath, blockSize: 128 * 1024)
+        } catch {
+            fail(-1, error)
+            return
+        }
+        var ordinal = -1
+        var entry: OpaquePointer?
+        while !stopped.load(ordering: .relaxed) {
+            let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+            guard index < files.count else { return }
+            let file = files[index]
+            do throws(ArchiveError) {
+                while ordinal < file.ordinal {
+                    entry = try reader.next()
+                    ordinal += 1
+                    guard entry != nil else { throw .corrupt(reason: "the archive ended before entry \(file.name)") }
+                }
+                guard let entry, let rawName = archive_entry_pathname_utf8(entry) ?? archive_entry_pathname(entry),
+                      String(cString: rawName) == file.name else {
+                    throw .corrupt(reason: "the archive changed while it was read")
+                }
+                records[index] = try write(file, from: reader)
+            } catch {
+                fail(index, error)
+                return
+            }
+        }
+    }
+
+    /// Writes one file's data, hashing it and counting its bytes against the limits.
+    private func write(_ file: ExtractionPlan.File, from reader: ArchiveReader) throws(ArchiveError) -> BundleFile {
+        let target = destination + "/" + file.path
+        let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            if errno == EEXIST { throw .duplicateEntry(entry: file.name) }
+            throw ArchiveExtractor.ioError(target)
+        }
+        defer { close(descriptor) }
+        fchmod(descriptor, 0o644)
+        let digest = SHA256Digest()
+        var size: Int64 = 0
+        while true {
+            var block: UnsafeRawPointer?
+            var length = 0
+            var offset: la_int64_t = 0
+            let status = archive_read_data_block(reader.handle, &block, &length, &offset)
+            if status == CMiniAppArchive_EOF() { break }
+            guard status == CMiniAppArchive_OK() else { throw .corrupt(reason: "\(file.name): \(reader.message)") }
+            guard offset == size else { throw .corrupt(reason: "\(file.name): its data has a gap") }
+            guard length > 0, let block else { continue }
+            size += Int64(length)
+            let total = unpacked.wrappingAdd(Int64(length), ordering: .relaxed).newValue
+            guard total <= limits.maxUnpackedBytes else { throw .tooLarge(limitBytes: limits.maxUnpackedBytes) }
+            if total > limits.ratioFloorBytes, Double(total) > limits.maxCompressionRatio * Double(max(archiveSize, 1)) {
+                throw .compressionRatio(limit: limits.maxCompressionRatio)
+            }
+            let bytes = UnsafeRawBufferPointer(start: block, count: length)
+            digest.update(bytes)
+            var written = 0
+            while written < length {
+                let result = Glibc.write(descriptor, block + written, length - written)
+                guard result > 0 else {
+                    if result < 0 && errno == EINTR { continue }
+                    throw ArchiveExtractor.ioError(target)
+                }
+                written += result
+            }
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw ArchiveExtractor.ioError(target) }
+        return BundleFile(
+            path: file.path, size: size, sha256: digest.finalize().hexString,
+            changedAt: FileTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: Int64(info.st_ctim.tv_nsec))
+        )
     }
 }
 

@@ -25,6 +25,13 @@ public final class PermissionStore: Sendable {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "miniapp.permissions"
+        // Switching a new file to WAL and creating its tables race between processes opening it for the
+        // first time at once; an exclusive flock on the cache folder (no extra file) serialises that step.
+        let folder = open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            while flock(folder, LOCK_EX) != 0 && errno == EINTR {}
+        }
+        defer { if folder >= 0 { close(folder) } }
         do {
             database = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(database)
