@@ -6,20 +6,17 @@ struct CacheCommand: AsyncParsableCommand {
         commandName: "cache",
         abstract: "List, verify, remove and prune cached versions.",
         discussion: """
-            With a platform configured, these act on that platform and project's part of the cache;
-            without one, on every part.
+            These act on every cached version, whichever platform and project it came from.
             """,
         subcommands: [CacheListCommand.self, CacheVerifyCommand.self, CacheRemoveCommand.self, CachePruneCommand.self]
     )
 }
 
 extension GlobalOptions {
-    /// The cache views a `cache` command acts on.
+    /// The cache views a `cache` command acts on: every platform and project's part of the cache.
     func caches(_ configuration: MiniAppConfiguration) -> [BundleCache] {
-        let namespaces = configuration.platform == nil
-            ? BundleCache.namespaces(root: configuration.cacheDirectory)
-            : [configuration.cacheNamespace]
-        return namespaces.map { BundleCache(root: configuration.cacheDirectory, namespace: $0, lockTimeout: configuration.lockTimeout, logger: logger) }
+        BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace, lockTimeout: configuration.lockTimeout, logger: logger)
+            .withOtherNamespaces()
     }
 }
 
@@ -106,7 +103,7 @@ struct CacheRemoveCommand: AsyncParsableCommand {
         let (appId, versionId) = (target.appId, target.versionId)
         let configuration = try options.configuration()
         var removed: [InstallRecord] = []
-        for cache in options.caches(configuration) where !cache.records(appId: appId).isEmpty {
+        for cache in options.caches(configuration) where cache.records(appId: appId).contains(where: { versionId == nil || $0.versionId == versionId }) {
             removed += try await cache.remove(appId: appId, versionId: versionId)
         }
         guard !removed.isEmpty else { throw RemovalError.nothingCached(appId: appId, versionId: versionId) }

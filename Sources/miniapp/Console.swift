@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MiniAppKit
+import Synchronization
 
 /// Where the CLI writes: results to stdout, messages to stderr.
 enum Console {
@@ -59,6 +60,25 @@ struct ConsoleLogHandler: LogHandler {
     func log(event: LogEvent) {
         let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
         let details = merged.isEmpty ? "" : " (" + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + ")"
-        Console.standardError("\(event.level.rawValue): \(event.message)\(details)")
+        HeldLog.hold("\(event.level.rawValue): \(event.message)\(details)")
+    }
+}
+
+/// Log lines held until the command ends, so that a failure's `error:` line is the first on stderr;
+/// they follow it, or come out when the command succeeds.
+enum HeldLog {
+    private static let lines = Mutex<[String]>([])
+
+    static func hold(_ line: String) {
+        lines.withLock { $0.append(line) }
+    }
+
+    /// Writes the held lines to stderr and forgets them.
+    static func flush() {
+        let held = lines.withLock { lines in
+            defer { lines = [] }
+            return lines
+        }
+        for line in held { Console.standardError(line) }
     }
 }

@@ -21,17 +21,20 @@ struct InfoCommand: AsyncParsableCommand {
         let configuration = try options.configuration()
         let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
         let record: AppRecord
+        let found: (cache: BundleCache, record: InstallRecord)?
         if configuration.offline {
-            guard let cached = versionId.flatMap({ cache.record(appId: appId, versionId: $0) }) ?? (versionId == nil ? cache.records(appId: appId).first : nil) else {
+            guard let cached = cache.lookup(appId: appId, versionId: versionId) else {
                 throw CacheError.notCached(appId: appId, versionId: versionId)
             }
-            record = AppRecord(id: cached.id, version: AppVersion(versionId: cached.versionId, versionTag: cached.versionTag))
+            record = AppRecord(id: cached.record.id, version: AppVersion(versionId: cached.record.versionId, versionTag: cached.record.versionTag))
+            found = cached
         } else {
             record = try await options.withPlatform(configuration) { try await $0.app(appId, version: versionId) }
+            found = cache.record(appId: appId, versionId: record.version.versionId).map { (cache, $0) }
         }
         var state = CacheState(present: false)
-        if let cached = cache.record(appId: appId, versionId: record.version.versionId) {
-            state = CacheState(present: true, path: cached.path, signature: cached.signature.rawValue, intact: cache.check(cached).intact)
+        if let (view, cached) = found {
+            state = CacheState(present: true, path: cached.path, signature: cached.signature.rawValue, intact: view.check(cached).intact)
         }
         let info = AppInfo(record: record, cache: state)
         if options.json {
@@ -61,6 +64,17 @@ struct CacheState: Encodable {
     var path: String?
     var signature: String?
     var intact: Bool?
+
+    private enum CodingKeys: String, CodingKey { case present, path, signature, intact }
+
+    /// Every key is written, `null` when unknown, as the contract's document shape has them.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(present, forKey: .present)
+        try container.encode(path, forKey: .path)
+        try container.encode(signature, forKey: .signature)
+        try container.encode(intact, forKey: .intact)
+    }
 }
 
 /// `info`'s document: the app record and its `cache` state.

@@ -60,7 +60,11 @@ struct InstallCommand: AsyncParsableCommand {
                 throw ValidationError("--signature needs a key: pass --public-key <pem>, or --key-id <id> with a platform, or configure trustedKeys")
             }
         }
-        let outcome = try await options.withInstaller(configuration, needsPlatform: false) { installer in
+        // The platform is only asked for a --key-id key; otherwise an install needs no network at all
+        // (nor a project id).
+        var local = configuration
+        if key != nil || keyId == nil || signature == nil { local.offline = true }
+        let outcome = try await options.withInstaller(local, needsPlatform: false) { installer in
             try await installer.install(
                 bundleAt: bundle, appId: appId, versionId: versionId, versionTag: versionTag,
                 signature: signature, publicKey: key, keyId: keyId

@@ -20,7 +20,9 @@ struct ListCommand: AsyncParsableCommand {
         let entries: [ListedApp]
         if configuration.offline {
             var newest: [String: InstallRecord] = [:]
-            for record in cache.records() where newest[record.id] == nil { newest[record.id] = record }
+            for record in cache.withOtherNamespaces().flatMap({ $0.records() }) where (newest[record.id]?.installedAt ?? .distantPast) < record.installedAt {
+                newest[record.id] = record
+            }
             entries = newest.values.sorted { $0.id < $1.id }.map { record in
                 ListedApp(record: AppRecord(id: record.id, version: AppVersion(versionId: record.versionId, versionTag: record.versionTag)), cached: true)
             }

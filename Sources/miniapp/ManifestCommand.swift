@@ -36,7 +36,7 @@ struct ManifestCommand: AsyncParsableCommand {
         let manifest: BundleManifest
         if configuration.offline {
             let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
-            guard let cached = versionId.flatMap({ cache.record(appId: appId, versionId: $0) }) ?? (versionId == nil ? cache.records(appId: appId).first : nil) else {
+            guard let cached = cache.lookup(appId: appId, versionId: versionId)?.record else {
                 throw CacheError.notCached(appId: appId, versionId: versionId)
             }
             let raw = try BundleManifest.read(bundleDirectory: cached.path)

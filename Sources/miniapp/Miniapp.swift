@@ -36,6 +36,7 @@ struct Miniapp: AsyncParsableCommand {
                 var syncCommand = command
                 try syncCommand.run()
             }
+            HeldLog.flush()
         } catch {
             exitForFailure(error)
         }
@@ -50,29 +51,34 @@ struct Miniapp: AsyncParsableCommand {
         let message = Self.message(for: error)
         Console.error(message.isEmpty ? "invalid command line" : message)
         Console.standardError("run 'miniapp --help' or 'miniapp <command> --help' for usage")
+        HeldLog.flush()
         Foundation.exit(ExitStatus.usage)
     }
 
     private static func exitForFailure(_ error: any Error) -> Never {
+        let code: Int32
         switch error {
         case let exit as ExitCode:
-            Foundation.exit(exit.rawValue)
+            code = exit.rawValue
         case let categorized as any CategorizedError:
             Console.error(categorized.description)
-            Foundation.exit(ExitStatus.code(for: categorized.category))
+            code = ExitStatus.code(for: categorized.category)
         case is CancellationError:
             Console.error("interrupted")
-            Foundation.exit(ExitStatus.interrupted)
+            code = ExitStatus.interrupted
         default:
-            let code = exitCode(for: error)
-            if code == .success || code == .validationFailure { exitForParseError(error) }
+            let parseCode = exitCode(for: error)
+            if parseCode == .success || parseCode == .validationFailure { exitForParseError(error) }
             let nsError = error as NSError
             if nsError.domain == NSCocoaErrorDomain || nsError.domain == NSPOSIXErrorDomain {
                 Console.error("local I/O failed: \(nsError.localizedDescription)")
-                Foundation.exit(ExitStatus.code(for: .localIO))
+                code = ExitStatus.code(for: .localIO)
+            } else {
+                Console.error("unexpected failure: \(error)")
+                code = ExitStatus.internalError
             }
-            Console.error("unexpected failure: \(error)")
-            Foundation.exit(ExitStatus.internalError)
         }
+        HeldLog.flush()
+        Foundation.exit(code)
     }
 }

@@ -26,8 +26,8 @@ extension GlobalOptions {
     /// version's metadata from the platform (unless offline), else none.
     func declaredManifest(appId: String, _ configuration: MiniAppConfiguration) async throws -> BundleManifest {
         let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
-        if let record = cache.records(appId: appId).first {
-            return try cache.manifest(of: record, language: configuration.language)
+        if let (view, record) = cache.lookup(appId: appId) {
+            return try view.manifest(of: record, language: configuration.language)
         }
         guard !configuration.offline, configuration.platform != nil else { return BundleManifest() }
         return try await withPlatform(configuration) { platform in
@@ -89,9 +89,10 @@ extension PermissionDecisionCommand {
 
     func run() async throws {
         let configuration = try options.configuration()
+        // The manifest first: a command that fails must not have changed the store.
+        let manifest = try await options.declaredManifest(appId: appId, configuration)
         let store = try PermissionStore(cacheDirectory: configuration.cacheDirectory)
         try store.set(appId: appId, Dictionary(names.map { ($0, Self.status) }, uniquingKeysWith: { first, _ in first }))
-        let manifest = try await options.declaredManifest(appId: appId, configuration)
         try options.renderPermissions(try store.permissions(appId: appId, manifest: manifest))
     }
 }
@@ -215,9 +216,9 @@ struct PermissionsImportCommand: AsyncParsableCommand {
         if let named = parsed.appId, named != appId {
             throw ValidationError("the document is for app \(named), not \(appId)")
         }
+        let manifest = try await options.declaredManifest(appId: appId, configuration)
         let store = try PermissionStore(cacheDirectory: configuration.cacheDirectory)
         try store.set(appId: appId, parsed.statuses)
-        let manifest = try await options.declaredManifest(appId: appId, configuration)
         try options.renderPermissions(try store.permissions(appId: appId, manifest: manifest))
     }
 }

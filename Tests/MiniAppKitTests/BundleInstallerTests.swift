@@ -188,7 +188,8 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
             }
             #expect(outcome.status == .verified)
             #expect(server.requests.map(\.path) == ["/keys/key-1"])
-            #expect(store.record(id: "key-1")?.ecKey == rotated.key.publicKey.ecKey)
+            #expect(store.record(id: "key-1") == nil, "the stale key was dropped")
+            #expect(outcome.fetchedKey?.ecKey == rotated.key.publicKey.ecKey, "the fresh key is handed back, to keep once the install commits")
         }
     }
 

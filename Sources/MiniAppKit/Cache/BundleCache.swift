@@ -44,19 +44,31 @@ public struct BundleCache: Sendable {
 
     // MARK: Reading
 
-    /// Creates the cache's folders if they are missing.
-    public func prepare() throws(CacheError) {
-        for directory in [namespaceDirectory, temporaryRoot, trashDirectory, locksDirectory] {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            } catch {
-                throw .foundation(directory, error)
+    /// Creates the folders an install works in (the root, `tmp/`, `trash/`, `locks/`) if they are
+    /// missing, and returns those it created, parents first, for ``removeIfEmpty(_:)`` to take back
+    /// when the install fails.
+    @discardableResult
+    public func prepare() throws(CacheError) -> [String] {
+        var created: [String] = []
+        var missing: [String] = []
+        var ancestor = root
+        while !ancestor.isEmpty, ancestor != "/", access(ancestor, F_OK) != 0 {
+            missing.insert(ancestor, at: 0)
+            ancestor = (ancestor as NSString).deletingLastPathComponent
+        }
+        for directory in missing + [temporaryRoot, trashDirectory, locksDirectory] {
+            if mkdir(directory, 0o755) == 0 {
+                created.append(directory)
+            } else if errno != EEXIST {
+                throw .system(directory)
             }
         }
-        let description = namespaceDirectory + "/platform.json"
-        if !FileManager.default.fileExists(atPath: description), let data = try? RecordCoding.encoder(pretty: true).encode(namespace) {
-            try? data.write(to: URL(fileURLWithPath: description), options: .atomic)
-        }
+        return created
+    }
+
+    /// Removes the folders in `directories` that are empty, deepest first: what a failed install made.
+    public func removeIfEmpty(_ directories: [String]) {
+        for directory in directories.reversed() { rmdir(directory) }
     }
 
     /// The record of one cached version, or `nil` when it is not cached.
@@ -93,6 +105,35 @@ public struct BundleCache: Sendable {
         records(appId: appId).first { check($0).intact }
     }
 
+    /// This view, then a view of every other namespace under the same root: where to look when
+    /// answering from the cache alone, whichever platform a version came from (it was verified when it
+    /// was installed).
+    public func withOtherNamespaces() -> [BundleCache] {
+        [self] + Self.namespaces(root: root).filter { $0.key != namespace.key }.map {
+            BundleCache(root: root, namespace: $0, lockTimeout: lockTimeout, logger: logger)
+        }
+    }
+
+    /// A cached version of `appId` from any namespace, with the view that holds it: version `versionId`,
+    /// or the newest when `nil`; an intact copy before a damaged one, this namespace before the others,
+    /// then the most recently installed. With `intactOnly`, a damaged copy is never returned.
+    public func lookup(appId: String, versionId: String? = nil, intactOnly: Bool = false) -> (cache: BundleCache, record: InstallRecord)? {
+        guard Identifier.isValid(appId), versionId.map(Identifier.isValid) ?? true else { return nil }
+        var own: [(cache: BundleCache, record: InstallRecord)] = []
+        var others: [(cache: BundleCache, record: InstallRecord)] = []
+        for view in withOtherNamespaces() {
+            let found = versionId.map { view.record(appId: appId, versionId: $0).map { [$0] } ?? [] } ?? view.records(appId: appId)
+            if view.namespace.key == namespace.key {
+                own += found.map { (view, $0) }
+            } else {
+                others += found.map { (view, $0) }
+            }
+        }
+        let ordered = own + others.sorted { $0.record.installedAt > $1.record.installedAt }
+        if let intact = ordered.first(where: { $0.cache.check($0.record).intact }) { return intact }
+        return intactOnly ? nil : ordered.first
+    }
+
     /// Compares a cached version with its install-time file list. The quick check hashes only files
     /// whose size or change time moved; the thorough one hashes every file.
     public func check(_ record: InstallRecord, thorough: Bool = false) -> IntegrityReport {
@@ -107,7 +148,7 @@ public struct BundleCache: Sendable {
 
     /// The manifest.json of a cached version, localised for `language`: the metadata in force for it.
     public func manifest(of record: InstallRecord, language: String) throws -> BundleManifest {
-        let bundle = versionDirectory(appId: record.id, versionId: record.versionId) + "/bundle"
+        let bundle = record.path.isEmpty ? versionDirectory(appId: record.id, versionId: record.versionId) + "/bundle" : record.path
         return ManifestLocalizer(bundleDirectory: bundle, language: language).localize(try BundleManifest.read(bundleDirectory: bundle))
     }
 
@@ -126,7 +167,12 @@ public struct BundleCache: Sendable {
     func freshScratch(appId: String, versionId: String) throws(CacheError) -> String {
         let scratch = scratchDirectory(appId: appId, versionId: versionId)
         if FileManager.default.fileExists(atPath: scratch) { discard(scratch) }
-        guard mkdir(scratch, 0o755) == 0 else { throw .system(scratch) }
+        if mkdir(scratch, 0o755) != 0 {
+            // Another process's failed install may have just removed the empty tmp folder it had made.
+            guard errno == ENOENT, mkdir(temporaryRoot, 0o755) == 0 || errno == EEXIST, mkdir(scratch, 0o755) == 0 else {
+                throw .system(scratch)
+            }
+        }
         return scratch
     }
 
@@ -135,26 +181,52 @@ public struct BundleCache: Sendable {
     func commit(stage: String, record: InstallRecord) throws(CacheError) -> InstallRecord {
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
         try Durability.syncFileSystem(containing: stage)
-        if FileManager.default.fileExists(atPath: directory) { discard(directory) }
         let parent = (directory as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        } catch {
-            throw .foundation(parent, error)
+        let created = try makeVersionParents(parent)
+        // A version installed again (--force) is moved aside, and back if the new one cannot be committed.
+        var displaced: String?
+        if FileManager.default.fileExists(atPath: directory) {
+            let aside = trashDirectory + "/" + UUID().uuidString
+            guard rename(directory, aside) == 0 else { throw .system(directory) }
+            displaced = aside
         }
-        guard rename(stage, directory) == 0 else { throw .system(directory) }
+        func undo(_ error: CacheError) -> CacheError {
+            if access(directory, F_OK) == 0 { rename(directory, trashDirectory + "/" + UUID().uuidString) }
+            if let displaced { rename(displaced, directory) }
+            if created.contains(namespaceDirectory) { unlink(namespaceDirectory + "/platform.json") }
+            removeIfEmpty(created)
+            return error
+        }
+        guard rename(stage, directory) == 0 else { throw undo(.system(directory)) }
         var committed = record
         committed.path = directory + "/bundle"
         do {
             try Durability.writeAtomically(try RecordCoding.encoder(pretty: true).encode(committed), to: directory + "/record.json", durable: true)
         } catch let error as CacheError {
-            discard(directory)
-            throw error
+            throw undo(error)
         } catch {
-            discard(directory)
-            throw .foundation(directory + "/record.json", error)
+            throw undo(.foundation(directory + "/record.json", error))
         }
         return committed
+    }
+
+    /// Creates `bundles/<namespace>/<app-id>` as needed, with the namespace's `platform.json` (what
+    /// lets other views find it), and returns the folders it created, parents first.
+    private func makeVersionParents(_ appDirectory: String) throws(CacheError) -> [String] {
+        var created: [String] = []
+        for directory in [root + "/bundles", namespaceDirectory, appDirectory] {
+            if mkdir(directory, 0o755) == 0 {
+                created.append(directory)
+            } else if errno != EEXIST {
+                removeIfEmpty(created)
+                throw .system(directory)
+            }
+        }
+        let description = namespaceDirectory + "/platform.json"
+        if access(description, F_OK) != 0, let data = try? RecordCoding.encoder(pretty: true).encode(namespace) {
+            try? data.write(to: URL(fileURLWithPath: description), options: .atomic)
+        }
+        return created
     }
 
     /// Records a use of the version now, as the modification time of its `last-used` file (one system

@@ -78,7 +78,9 @@ public struct ConfigurationLoader: Sendable {
             }
             configuration.projectId = project.value
         }
-        if let key = try lookup.string("subscriptionKey", flag: "--subscription-key", variable: "MINIAPP_SUBSCRIPTION_KEY", override: overrides.subscriptionKey) {
+        // An empty MINIAPP_SUBSCRIPTION_KEY is a deliberate "no key", not an unset variable.
+        let explicitlyEmpty = overrides.subscriptionKey == nil && environment["MINIAPP_SUBSCRIPTION_KEY"] == ""
+        if let key = try lookup.string("subscriptionKey", flag: "--subscription-key", variable: "MINIAPP_SUBSCRIPTION_KEY", override: explicitlyEmpty ? "" : overrides.subscriptionKey) {
             guard key.value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
                 throw .invalidValue(setting: "subscription key", source: key.source, value: "(hidden)",
                                     expected: "use printable ASCII without spaces")

@@ -16,7 +16,6 @@ struct DownloadedFile: Sendable {
 /// Range requests after a dropped connection.
 final class BundleDownloader: Sendable {
     private let connections: LazyHTTPClient
-    private var client: HTTPClient { connections.client }
     private let network: NetworkSettings
     private let maxBytes: Int64
     private let logger: Logger
@@ -64,7 +63,7 @@ final class BundleDownloader: Sendable {
                 let remaining = deadline - clock.now
                 guard remaining > .zero else { throw HTTPClientError.deadlineExceeded }
                 logger.debug("bundle request", metadata: ["url": "\(text)", "attempt": "\(attempt)", "offset": "\(sink.received)"])
-                let response = try await client.execute(request, deadline: .now() + remaining.timeAmount, logger: nil)
+                let response = try await connections.execute(request, deadline: .now() + remaining.timeAmount)
                 let status = Int(response.status.code)
                 let total: Int64?
                 switch status {
@@ -108,6 +107,8 @@ final class BundleDownloader: Sendable {
                 }
             } catch let error as DownloadError {
                 throw error
+            } catch let error as ConnectionFailure {
+                throw DownloadError.unreachable(url: text, reason: error.description, attempts: attempt)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {

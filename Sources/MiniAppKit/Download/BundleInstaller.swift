@@ -97,7 +97,7 @@ public final class BundleInstaller: Sendable {
     public func load(appId: String, versionId: String? = nil, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> InstallOutcome {
         let outcome = try await ensureForLoad(appId: appId, versionId: versionId, progress: progress)
         let manifest = try cache.manifest(of: outcome.record, language: configuration.language)
-        let decision = try PermissionStore(cacheDirectory: configuration.cacheDirectory).launchDecision(appId: appId, manifest: manifest)
+        let decision = try PermissionStore.launchDecision(cacheDirectory: configuration.cacheDirectory, appId: appId, manifest: manifest)
         guard decision.allowed else { throw PermissionStoreError.launchRefused(appId: appId, missing: decision.missing) }
         return outcome
     }
@@ -118,8 +118,8 @@ public final class BundleInstaller: Sendable {
             return try await download(appId: appId, versionId: versionId, progress: progress)
         } catch let error as any CategorizedError where error.category == .unavailable {
             // A given version that is cached and intact never reaches the network; only "the latest" falls back.
-            guard versionId == nil, let fallback = cache.newestIntactRecord(appId: appId) else { throw error }
-            var outcome = reuse(fallback)
+            guard versionId == nil, let (view, fallback) = cache.lookup(appId: appId, intactOnly: true) else { throw error }
+            var outcome = reuse(fallback, in: view)
             outcome.notes.insert("the platform is unavailable (\(error.description)); using cached version \(fallback.versionId)", at: 0)
             return outcome
         }
@@ -128,9 +128,7 @@ public final class BundleInstaller: Sendable {
     private func resolve(appId: String, versionId: String?) async throws -> AppVersion {
         if let versionId { return AppVersion(versionId: versionId, versionTag: nil) }
         guard let platform else {
-            guard let newest = cache.newestIntactRecord(appId: appId) ?? cache.records(appId: appId).first else {
-                throw CacheError.notCached(appId: appId, versionId: nil)
-            }
+            guard let newest = cache.lookup(appId: appId)?.record else { throw CacheError.notCached(appId: appId, versionId: nil) }
             return AppVersion(versionId: newest.versionId, versionTag: newest.versionTag)
         }
         return try await platform.latestVersion(ofApp: appId).version
@@ -138,9 +136,11 @@ public final class BundleInstaller: Sendable {
 
     /// The version reused when cached and intact, else installed from the platform.
     private func ensure(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
-        if !force, let cached = cache.record(appId: appId, versionId: versionId) {
-            let integrity = cache.check(cached)
-            if integrity.intact { return reuse(cached) }
+        // Offline, a copy from another platform's part of the cache will do.
+        let found = platform == nil ? cache.lookup(appId: appId, versionId: versionId) : cache.record(appId: appId, versionId: versionId).map { (cache, $0) }
+        if !force, let (view, cached) = found {
+            let integrity = view.check(cached)
+            if integrity.intact { return reuse(cached, in: view) }
             guard platform != nil else {
                 throw CacheError.damaged(appId: appId, versionId: versionId, problems: integrity.problems)
             }
@@ -153,8 +153,8 @@ public final class BundleInstaller: Sendable {
         }
     }
 
-    private func reuse(_ record: InstallRecord) -> InstallOutcome {
-        var used = cache.touch(record)
+    private func reuse(_ record: InstallRecord, in view: BundleCache? = nil) -> InstallOutcome {
+        var used = (view ?? cache).touch(record)
         used.source = .cache
         return InstallOutcome(record: used, notes: Self.signatureNotes(used))
     }
@@ -217,20 +217,26 @@ public final class BundleInstaller: Sendable {
     }
 
     /// Runs `body` holding the version's lock, with a fresh scratch folder and an empty `stage` folder in
-    /// it; afterwards, whatever happened, the scratch folder goes and the trash is emptied.
+    /// it; afterwards, whatever happened, the scratch folder goes and the trash is emptied. When `body`
+    /// fails, the folders this made go too, so that the cache is as it was.
     private func withLockedStage(appId: String, versionId: String, _ body: (_ scratch: String, _ stage: String) async throws -> InstallOutcome) async throws -> InstallOutcome {
-        try cache.prepare()
+        let created = try cache.prepare()
         cache.sweep()
-        let lock = try await cache.lock(appId: appId, versionId: versionId)
-        defer { withExtendedLifetime(lock) {} }
-        let scratch = try cache.freshScratch(appId: appId, versionId: versionId)
-        defer {
-            cache.discard(scratch)
-            cache.emptyTrash()
+        do {
+            let lock = try await cache.lock(appId: appId, versionId: versionId)
+            defer { withExtendedLifetime(lock) {} }
+            let scratch = try cache.freshScratch(appId: appId, versionId: versionId)
+            defer {
+                cache.discard(scratch)
+                cache.emptyTrash()
+            }
+            let stage = scratch + "/stage"
+            guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) }
+            return try await body(scratch, stage)
+        } catch {
+            cache.removeIfEmpty(created)
+            throw error
         }
-        let stage = scratch + "/stage"
-        guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) }
-        return try await body(scratch, stage)
     }
 
     /// Commits a verified stage with its record (the size being the sum of `files`), and reports it.
@@ -247,6 +253,7 @@ public final class BundleInstaller: Sendable {
         )
         var committed = try cache.commit(stage: stage, record: record)
         committed.source = source
+        if let key = outcome.fetchedKey { verifier.keyStore?.store(key) }
         logger.info("installed", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)", "signature": "\(outcome.status.rawValue)"])
         return InstallOutcome(record: committed, notes: Self.signatureNotes(committed))
     }
@@ -255,7 +262,8 @@ public final class BundleInstaller: Sendable {
     private func enforce(_ outcome: SignatureOutcome) throws(SignatureError) {
         guard outcome.status != .verified else { return }
         if configuration.signaturePolicy == .required, let error = outcome.error { throw error }
-        logger.warning("signature not verified; installing under the advisory policy", metadata: ["detail": "\(outcome.error?.description ?? "")"])
+        // The outcome's notes tell the user; this is for -v.
+        logger.debug("signature not verified; installing under the advisory policy", metadata: ["detail": "\(outcome.error?.description ?? "")"])
     }
 
     /// Extracts `zip` into `stage/bundle`, stripping one top folder, checks its manifest.json, and

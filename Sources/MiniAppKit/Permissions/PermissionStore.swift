@@ -122,12 +122,14 @@ public final class PermissionStore: Sendable {
         var seen: Set<String> = []
         var states: [PermissionState] = []
         for (declarations, required) in [(manifest.reqPermissions, true), (manifest.optPermissions, false)] {
-            for declaration in declarations where !seen.contains(declaration.name) {
-                seen.insert(declaration.name)
-                let decision = stored[declaration.name]
+            for declaration in declarations {
+                // A manifest may use a short name (USER_NAME); decisions are stored under full names.
+                let name = PermissionName.full(declaration.name)
+                guard seen.insert(name).inserted else { continue }
+                let decision = stored[name]
                 states.append(PermissionState(
-                    name: declaration.name, status: decision?.status ?? .denied, required: required, reason: declaration.reason,
-                    known: declaration.known != nil, declared: true, decidedAt: decision?.decidedAt
+                    name: name, status: decision?.status ?? .denied, required: required, reason: declaration.reason,
+                    known: KnownPermission(rawValue: name) != nil, declared: true, decidedAt: decision?.decidedAt
                 ))
             }
         }
@@ -138,6 +140,16 @@ public final class PermissionStore: Sendable {
             ))
         }
         return states
+    }
+
+    /// ``launchDecision(appId:manifest:)`` of the store in `cacheDirectory`, without creating the store
+    /// when there is none yet (then nothing is allowed).
+    public static func launchDecision(cacheDirectory: String, appId: String, manifest: BundleManifest) throws -> LaunchDecision {
+        guard access(cacheDirectory + "/permissions.sqlite", F_OK) == 0 else {
+            var seen: Set<String> = []
+            return LaunchDecision(missing: manifest.reqPermissions.map { PermissionName.full($0.name) }.filter { seen.insert($0).inserted })
+        }
+        return try PermissionStore(cacheDirectory: cacheDirectory).launchDecision(appId: appId, manifest: manifest)
     }
 
     /// Whether every permission `manifest` requires is `ALLOWED` for the app.

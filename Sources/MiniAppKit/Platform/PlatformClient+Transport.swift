@@ -61,6 +61,8 @@ extension PlatformClient {
                 throw error
             } catch is CancellationError {
                 throw CancellationError()
+            } catch let error as ConnectionFailure {
+                throw PlatformError.unreachable(resource: resource, reason: error.description, attempts: attempt)
             } catch is NIOTooManyBytesError {
                 throw PlatformError.invalidResponse(resource: resource, reason: "it is larger than \(network.maxResponseBytes) bytes")
             } catch {
@@ -81,7 +83,7 @@ extension PlatformClient {
         request.headers = requestHeaders
         let remaining = deadline - ContinuousClock.now
         guard remaining > .zero else { throw HTTPClientError.deadlineExceeded }
-        let response = try await httpClient.execute(request, deadline: .now() + remaining.timeAmount, logger: nil)
+        let response = try await connections.execute(request, deadline: .now() + remaining.timeAmount)
         let body = try await response.body.collect(upTo: network.maxResponseBytes)
         return HTTPAnswer(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
     }

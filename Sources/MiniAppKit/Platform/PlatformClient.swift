@@ -4,6 +4,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 
 /// A client for a remote platform API over HTTP, with retries, timeouts and lenient decoding.
 ///
@@ -19,7 +20,7 @@ public final class PlatformClient: PlatformAPI {
     let subscriptionKey: String?
     let network: NetworkSettings
     let logger: Logger
-    private let connections: LazyHTTPClient
+    let connections: LazyHTTPClient
 
     /// A client for the platform at `baseURL`.
     public init(
@@ -37,9 +38,6 @@ public final class PlatformClient: PlatformAPI {
             timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
         ))
     }
-
-    /// The HTTP client, created on first use so that answering from the cache costs no connection setup.
-    var httpClient: HTTPClient { connections.client }
 
     /// A client for the remote platform that `configuration` names.
     public convenience init(configuration: MiniAppConfiguration, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })) throws(ConfigurationError) {
@@ -206,9 +204,15 @@ public final class PlatformClient: PlatformAPI {
 }
 
 /// An `HTTPClient` made on first use and shut down only if it was made.
+///
+/// Its ``execute(_:deadline:)`` fails at once when a host refuses connections: AsyncHTTPClient itself
+/// keeps retrying a refused connection until the connect timeout (swift-server/async-http-client#743),
+/// so the first request to a host, and the next one after a failure, race a plain TCP connect.
 final class LazyHTTPClient: Sendable {
     private let configuration: HTTPClient.Configuration
     private let box = NIOLockedValueBox<HTTPClient?>(nil)
+    /// Hosts (`host:port`) that answered in this process, so later requests skip the probe.
+    private static let reached = NIOLockedValueBox<Set<String>>([])
 
     init(configuration: HTTPClient.Configuration) {
         self.configuration = configuration
@@ -224,6 +228,37 @@ final class LazyHTTPClient: Sendable {
         }
     }
 
+    /// Sends `request`; throws ``ConnectionFailure`` as soon as its host refuses connections, cannot be
+    /// resolved or cannot be routed to.
+    func execute(_ request: HTTPClientRequest, deadline: NIODeadline) async throws -> HTTPClientResponse {
+        let client = self.client
+        guard let target = URL(string: request.url).flatMap(ProbeTarget.init), !Self.reached.withLockedValue({ $0.contains(target.key) }) else {
+            return try await client.execute(request, deadline: deadline, logger: nil)
+        }
+        let timeout = configuration.timeout.connect ?? .seconds(10)
+        do {
+            let response = try await withThrowingTaskGroup(of: HTTPClientResponse?.self) { group in
+                group.addTask { try await client.execute(request, deadline: deadline, logger: nil) }
+                group.addTask {
+                    try await target.probe(timeout: timeout)
+                    return nil
+                }
+                while let next = try await group.next() {
+                    if let response = next {
+                        group.cancelAll()
+                        return response
+                    }
+                }
+                throw CancellationError()
+            }
+            Self.reached.withLockedValue { _ = $0.insert(target.key) }
+            return response
+        } catch {
+            Self.reached.withLockedValue { _ = $0.remove(target.key) }
+            throw error
+        }
+    }
+
     /// Shuts the client down, if it was made.
     func shutdown() async throws {
         let made = box.withLockedValue { client in
@@ -231,6 +266,51 @@ final class LazyHTTPClient: Sendable {
             return client
         }
         try await made?.shutdown()
+    }
+}
+
+/// A host that cannot be connected to at all; never worth a retry.
+struct ConnectionFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// The host and port a request connects to, and a TCP connect to them.
+private struct ProbeTarget {
+    var host: String
+    var port: Int
+    var key: String { "\(host):\(port)" }
+
+    init?(_ url: URL) {
+        guard let host = url.host, !host.isEmpty else { return nil }
+        switch url.scheme?.lowercased() {
+        case "http"?: port = url.port ?? 80
+        case "https"?: port = url.port ?? 443
+        default: return nil
+        }
+        self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+
+    /// Connects and closes; throws only when the failure is certain (refused, unresolvable,
+    /// unroutable); a slow host is left to the request's own timeouts.
+    func probe(timeout: TimeAmount) async throws {
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(timeout)
+                .connect(host: host, port: port).get()
+        } catch let error as NIOConnectionError {
+            let codes = error.connectionErrors.compactMap { ($0.error as? IOError)?.errnoCode }
+            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
+                throw ConnectionFailure(description: "the host name \(host) does not resolve")
+            }
+            if !codes.isEmpty, codes.count == error.connectionErrors.count, codes.allSatisfy({ [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH].contains($0) }) {
+                throw ConnectionFailure(description: codes.contains(ECONNREFUSED) ? "connection refused by \(key)" : "no route to \(key)")
+            }
+            return
+        } catch {
+            return
+        }
+        try? await channel.close()
     }
 }
 

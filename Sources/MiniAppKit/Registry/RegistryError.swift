@@ -1,6 +1,6 @@
 /// A registry operation that failed.
 public enum RegistryError: CategorizedError, Equatable {
-    /// The folder is not a registry (no `registry.json`), or its files are damaged.
+    /// The folder given as a registry is not one (no `registry.json`): a bad option value.
     case notARegistry(path: String, reason: String)
     /// A bundle offered to `publish` is not acceptable.
     case invalidBundle(reason: String)
@@ -11,7 +11,8 @@ public enum RegistryError: CategorizedError, Equatable {
 
     public var category: ErrorCategory {
         switch self {
-        case .notARegistry, .invalidBundle, .versionExists: return .badData
+        case .notARegistry: return .usage
+        case .invalidBundle, .versionExists: return .badData
         case .io: return .localIO
         }
     }

@@ -6,6 +6,9 @@ struct SignatureOutcome: Sendable {
     var keyId: String?
     /// Why it is not verified.
     var error: SignatureError?
+    /// A platform key fetched for this check that verified the signature: the installer keeps it once
+    /// the version is committed (a failed install leaves no key behind).
+    var fetchedKey: PublicKeyRecord?
 
     static func verified(keyId: String?) -> SignatureOutcome { SignatureOutcome(status: .verified, keyId: keyId) }
     static func unverified(_ error: SignatureError) -> SignatureOutcome { SignatureOutcome(status: .unverified, error: error) }
@@ -72,8 +75,8 @@ struct SignatureVerifier: Sendable {
                 record = try await platform.publicKey(id: keyId)
             }
             key = try BundleSignature.publicKey(from: record)
-            let outcome = verify(signature, versionId: versionId, sha256: sha256, key: key, keyId: keyId)
-            if outcome.status == .verified { keyStore?.store(record) }
+            var outcome = verify(signature, versionId: versionId, sha256: sha256, key: key, keyId: keyId)
+            if outcome.status == .verified { outcome.fetchedKey = record }
             return outcome
         } catch let error as SignatureError {
             return .failed(error, keyId: keyId)

@@ -1,0 +1,151 @@
+import Foundation
+import MiniAppKit
+import MiniAppTestSupport
+import Testing
+
+/// A 127.0.0.1 port nothing listens on.
+func closedPort() -> Int {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+            _ = bind(descriptor, raw, length)
+            _ = getsockname(descriptor, raw, &length)
+        }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// The failure and cache rules of spec/cli.md that cut across commands.
+@Suite struct ContractTests {
+    let work = try! TemporaryDirectory.make().path
+
+    @Test func aPlatformThatRefusesConnectionsFailsOnTheFirstAttempt() async throws {
+        // With the default timeouts and retries: a refused connection is not worth waiting for.
+        let dead = "http://127.0.0.1:\(closedPort())/"
+        let environment = ["MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": work + "/cache", "HOME": work]
+        let list = try await CommandRunner.run(["list", "--platform", dead], environment: environment)
+        expectFailure(list, status: 69, mentioning: "connection refused")
+        #expect(list.stderrLines.first?.contains("1 attempt") == true, "stderr: \(list.stderr)")
+
+        var app = try ServedApp()
+        app.fixture.apps[0].versions[0].files = ["http://127.0.0.1:\(closedPort())/app.zip"]
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let download = try await CommandRunner.run(["download", "app-hello", "--platform", server.baseURL.absoluteString], environment: environment)
+            expectFailure(download, status: 69, mentioning: "connection refused")
+            #expect(download.stderrLines.first?.contains("1 attempt") == true, "stderr: \(download.stderr)")
+        }
+        #expect(CacheTree(work + "/cache").entries == nil, "a failed command made no cache folder")
+    }
+
+    @Test func answersFromTheCacheFindVersionsFromAnyPlatform() async throws {
+        let cache = work + "/cache"
+        let app = try ServedApp()
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let result1 = try await runCached(server, cache: cache, ["download", "app-hello"])
+            #expect(result1.status == 0, "stderr: \(result1.stderr)")
+        }
+        // No platform configured at all.
+        let bare = ["MINIAPP_CACHE_DIR": cache, "HOME": work]
+        let grant = try await CommandRunner.run(["permissions", "grant", "app-hello", "USER_NAME"], environment: bare)
+        #expect(grant.status == 0, "stderr: \(grant.stderr)")
+        let load = try await CommandRunner.run(["load", "app-hello", "--offline"], environment: bare)
+        #expect(load.status == 0, "stderr: \(load.stderr)")
+        let folder = load.stdout.split(separator: "\n").last.map(String.init) ?? "/nope"
+        #expect(FileManager.default.fileExists(atPath: folder + "/index.html"))
+        let list = try await CommandRunner.run(["list", "--offline", "--json"], environment: bare)
+        let listed = try list.json() as? [[String: Any]]
+        #expect(listed?.compactMap { $0["id"] as? String } == ["app-hello"])
+        let info = try await CommandRunner.run(["info", "app-hello", "--offline", "--json"], environment: bare)
+        let infoDocument = try info.json() as? [String: Any]
+        #expect((infoDocument?["cache"] as? [String: Any])?["present"] as? Bool == true)
+
+        // Another platform URL (a server gone, restarted on another port): cache commands still see the
+        // version, and load falls back to it.
+        let elsewhere = ["MINIAPP_PLATFORM": "http://127.0.0.1:\(closedPort())/", "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": cache, "HOME": work]
+        let cached = try await CommandRunner.run(["cache", "list", "--json"], environment: elsewhere)
+        let records = try cached.json() as? [[String: Any]]
+        #expect(records?.count == 1)
+        let fallback = try await CommandRunner.run(["load", "app-hello"], environment: elsewhere)
+        #expect(fallback.status == 0, "stderr: \(fallback.stderr)")
+        #expect(fallback.stderr.contains("unavailable"))
+    }
+
+    @Test func failedCommandsLeaveTheCacheExactlyAsItWas() async throws {
+        let cache = work + "/cache"
+        let app = try ServedApp(versions: ["ver-1", "ver-2"])
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            // Into a cache folder that does not exist yet: afterwards it still does not. The broken
+            // platform has the two versions' signatures swapped.
+            var broken = app
+            broken.fixture.apps[0].versions[0].signature = app.fixture.apps[0].versions[1].signature
+            broken.fixture.apps[0].versions[1].signature = app.fixture.apps[0].versions[0].signature
+            try await withTestServer({ [broken] in broken.fixture.handle($0) }) { brokenServer in
+                expectFailure(try await runCached(brokenServer, cache: cache, ["download", "app-hello"]), status: 65)
+            }
+            #expect(CacheTree(cache).entries == nil, "\(CacheTree(cache))")
+
+            // Into a cache that holds a version: afterwards every file and folder is as it was.
+            let result2 = try await runCached(server, cache: cache, ["download", "app-hello", "--version", "ver-1"])
+            #expect(result2.status == 0, "stderr: \(result2.stderr)")
+            let before = CacheTree(cache)
+            try await withTestServer({ [broken] in broken.fixture.handle($0) }) { brokenServer in
+                expectFailure(try await runCached(brokenServer, cache: cache, ["download", "app-hello"]), status: 65)
+                expectFailure(try await runCached(brokenServer, cache: cache, ["download", "app-hello", "--version", "ver-1", "--force"]), status: 65)
+            }
+            let hostile = work + "/hostile.zip"
+            try Data(RawZip([.file("index.html"), .file("../evil.js")]).bytes).write(to: URL(fileURLWithPath: hostile))
+            expectFailure(try await runCached(server, cache: cache, ["install", hostile, "--app-id", "app-hello", "--version-id", "ver-9"]), status: 65)
+            expectFailure(try await runCached(server, cache: cache, ["permissions", "grant", "app-ghost", "USER_NAME"]), status: 66)
+            #expect(CacheTree(cache) == before, "before:\n\(before)\nafter:\n\(CacheTree(cache))")
+        }
+    }
+
+    @Test func aFailureStartsStderrWithItsErrorLine() async throws {
+        // Unsigned, installed under the advisory policy (a warning), then refused for a permission (77).
+        var app = try ServedApp(files: BundleFactory.helloFiles.merging(["manifest.json": #"{"reqPermissions": [{"name": "USER_NAME"}]}"#]) { $1 })
+        app.fixture.apps[0].versions[0].signature = nil
+        let cache = work + "/cache"
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let refused = try await runCached(server, cache: cache, ["load", "app-hello", "--signature-policy", "advisory"])
+            expectFailure(refused, status: 77, mentioning: "rakuten.miniapp.user.USER_NAME")
+
+            // The manifest's short name is the full permission: granting it lets the app load.
+            let show = try await runCached(server, cache: cache, ["permissions", "show", "app-hello", "--json"])
+            let shown = try show.json() as? [[String: Any]]
+            #expect(shown?.first?["name"] as? String == "rakuten.miniapp.user.USER_NAME")
+            let result3 = try await runCached(server, cache: cache, ["permissions", "grant", "app-hello", "USER_NAME"])
+            #expect(result3.status == 0, "stderr: \(result3.stderr)")
+            let loaded = try await runCached(server, cache: cache, ["load", "app-hello", "--signature-policy", "advisory"])
+            #expect(loaded.status == 0, "stderr: \(loaded.stderr)")
+        }
+    }
+
+    @Test func infoWritesEveryCacheKeyEvenWhenNothingIsCached() async throws {
+        let app = try ServedApp()
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let info = try await runCached(server, cache: work + "/cache", ["info", "app-hello", "--json"])
+            let state = try #require((try info.json() as? [String: Any])?["cache"] as? [String: Any])
+            #expect(state["present"] as? Bool == false)
+            for key in ["path", "signature", "intact"] {
+                #expect(state[key] is NSNull, "\(key) is written as null")
+            }
+        }
+    }
+
+    @Test func anEmptySubscriptionKeyVariableSendsNoKey() async throws {
+        let config = work + "/config.json"
+        try #"{"subscriptionKey": "from-the-file"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let app = try ServedApp()
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let environment = ["MINIAPP_CONFIG": config, "MINIAPP_SUBSCRIPTION_KEY": ""]
+            let result4 = try await runCached(server, cache: work + "/cache", ["list"], environment: environment)
+            #expect(result4.status == 0, "stderr: \(result4.stderr)")
+            #expect(server.requests.allSatisfy { request in !request.headers.contains { $0.name.lowercased() == "apikey" } })
+        }
+    }
+}
