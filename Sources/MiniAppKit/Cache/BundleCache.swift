@@ -177,16 +177,19 @@ public struct BundleCache: Sendable {
     }
 
     /// Moves a finished staging folder (holding `bundle/` and `files.list`) into the version's place and
-    /// writes its record last, after one file-system sync. The caller holds the version's lock.
+    /// writes its record last, after one file-system sync. The caller holds the version's lock; the stage
+    /// sits in the install's scratch folder.
     func commit(stage: String, record: InstallRecord) throws(CacheError) -> InstallRecord {
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
         try Durability.syncFileSystem(containing: stage)
         let parent = (directory as NSString).deletingLastPathComponent
         let created = try makeVersionParents(parent)
         // A version installed again (--force) is moved aside, and back if the new one cannot be committed.
+        // Aside means into this install's scratch folder (beside the stage), which the version lock
+        // protects from other processes' sweeps and which is discarded with the scratch folder.
         var displaced: String?
         if FileManager.default.fileExists(atPath: directory) {
-            let aside = trashDirectory + "/" + UUID().uuidString
+            let aside = (stage as NSString).deletingLastPathComponent + "/displaced"
             guard rename(directory, aside) == 0 else { throw .system(directory) }
             displaced = aside
         }
