@@ -72,22 +72,31 @@ struct PermissionsShowCommand: AsyncParsableCommand {
     }
 }
 
-/// What grant and deny share: set one status on the named permissions, then print the new list.
-protocol PermissionDecisionCommand: AsyncParsableCommand {
-    static var status: PermissionStatus { get }
-    var appId: String { get }
-    var names: [String] { get }
-    var options: GlobalOptions { get }
-}
+/// The `<app-id> <name>...` that grant and deny take, checked before anything runs.
+struct PermissionNamesArguments: ParsableArguments {
+    @Argument(help: "The mini-app's id.")
+    var appId: String
 
-extension PermissionDecisionCommand {
+    @Argument(help: "Permission names, full or short.")
+    var names: [String]
+
     func validate() throws {
         if names.isEmpty { throw ValidationError("name at least one permission") }
         if !Identifier.isValid(appId) { throw ValidationError(IdentifierError.invalid(kind: .app, value: appId).description) }
         for name in names where !PermissionName.isValid(name) { throw ValidationError(PermissionStoreError.invalidName(name).description) }
     }
+}
 
+/// What grant and deny share: set one status on the named permissions, then print the new list.
+protocol PermissionDecisionCommand: AsyncParsableCommand {
+    static var status: PermissionStatus { get }
+    var target: PermissionNamesArguments { get }
+    var options: GlobalOptions { get }
+}
+
+extension PermissionDecisionCommand {
     func run() async throws {
+        let (appId, names) = (target.appId, target.names)
         let configuration = try options.configuration()
         // The manifest first: a command that fails must not have changed the store.
         let manifest = try await options.declaredManifest(appId: appId, configuration)
@@ -101,11 +110,7 @@ struct PermissionsGrantCommand: PermissionDecisionCommand {
     static let configuration = CommandConfiguration(commandName: "grant", abstract: "Set permissions to ALLOWED; prints the new list.")
     static let status = PermissionStatus.allowed
 
-    @Argument(help: "The mini-app's id.")
-    var appId: String
-
-    @Argument(help: "Permission names, full or short.")
-    var names: [String]
+    @OptionGroup var target: PermissionNamesArguments
 
     @OptionGroup var options: GlobalOptions
 }
@@ -114,11 +119,7 @@ struct PermissionsDenyCommand: PermissionDecisionCommand {
     static let configuration = CommandConfiguration(commandName: "deny", abstract: "Set permissions to DENIED; prints the new list.")
     static let status = PermissionStatus.denied
 
-    @Argument(help: "The mini-app's id.")
-    var appId: String
-
-    @Argument(help: "Permission names, full or short.")
-    var names: [String]
+    @OptionGroup var target: PermissionNamesArguments
 
     @OptionGroup var options: GlobalOptions
 }

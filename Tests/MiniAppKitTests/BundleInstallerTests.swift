@@ -492,3 +492,26 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
         #expect(installer.cache.records().count == 5)
     }
 }
+
+@Suite struct FileLockTests {
+    @Test func aLockFileExistsOnlyWhileItsLockIsHeld() async throws {
+        let path = try TemporaryDirectory.make().path + "/locks/v.lock"
+        let busy: @Sendable () -> CacheError = { .busy(appId: "a", versionId: "v", waitedSeconds: 5) }
+        var first: FileLock? = try await FileLock.acquire(path, timeout: .seconds(5), onTimeout: busy)
+        #expect(access(path, F_OK) == 0)
+        let waiter = Task { () async throws -> Bool in
+            let second = try await FileLock.acquire(path, timeout: .seconds(5), onTimeout: busy)
+            // The waiter opened the file the first holder deleted; it must hold the lock on the file the
+            // path names now, so that a third comer waits for it.
+            let named = access(path, F_OK) == 0
+            let exclusive = FileLock.tryAcquire(path) == nil
+            withExtendedLifetime(second) {}
+            return named && exclusive
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(first != nil)
+        first = nil
+        #expect(try await waiter.value)
+        #expect(access(path, F_OK) != 0, "no lock file outlives its use")
+    }
+}

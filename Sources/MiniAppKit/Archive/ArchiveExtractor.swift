@@ -45,13 +45,12 @@ public struct ArchiveExtractor: Sendable {
         guard mkdir(destination, 0o755) == 0 else { throw Self.ioError(destination) }
         chmod(destination, 0o755)
 
-        var plan = try ExtractionPlan.scan(archivePath, limits: limits)
+        let plan = try ExtractionPlan.scan(archivePath, limits: limits)
         try plan.makeDirectories(in: destination)
         let job = ExtractionJob(archivePath: archivePath, destination: destination, plan: plan, limits: limits, archiveSize: archiveSize)
         job.run(threads: plan.declaredBytes < parallelMinimumBytes ? 1 : min(maxThreads, plan.files.count))
         if let failure = job.firstFailure { throw failure }
-        plan.fill(from: job)
-        return try plan.result(destination: destination, unpackedBytes: job.unpacked.load(ordering: .relaxed))
+        return try plan.result(destination: destination, files: job.records.compactMap { $0 }, unpackedBytes: job.unpacked.load(ordering: .relaxed))
     }
 
     static func message(_ archive: OpaquePointer) -> String {
@@ -101,7 +100,6 @@ private struct ExtractionPlan {
         var name: String
         /// The cleaned path relative to the destination.
         var path: String
-        var record: BundleFile?
     }
 
     var files: [File] = []
@@ -180,13 +178,10 @@ private struct ExtractionPlan {
         }
     }
 
-    mutating func fill(from job: ExtractionJob) {
-        for index in files.indices { files[index].record = job.records[index] }
-    }
-
-    /// The bundle folder (the destination, or its one top folder holding index.html) and its files.
-    func result(destination: String, unpackedBytes: Int64) throws(ArchiveError) -> ExtractionResult {
-        let sorted = files.compactMap(\.record).sorted { $0.path < $1.path }
+    /// The bundle folder (the destination, or its one top folder holding index.html) and `written`,
+    /// the files as the second pass recorded them.
+    func result(destination: String, files written: [BundleFile], unpackedBytes: Int64) throws(ArchiveError) -> ExtractionResult {
+        let sorted = written.sorted { $0.path < $1.path }
         if seen["index.html"] == false {
             return ExtractionResult(bundleDirectory: destination, files: sorted, unpackedBytes: unpackedBytes)
         }

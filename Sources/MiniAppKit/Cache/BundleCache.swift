@@ -122,7 +122,12 @@ public struct BundleCache: Sendable {
         var own: [(cache: BundleCache, record: InstallRecord)] = []
         var others: [(cache: BundleCache, record: InstallRecord)] = []
         for view in withOtherNamespaces() {
-            let found = versionId.map { view.record(appId: appId, versionId: $0).map { [$0] } ?? [] } ?? view.records(appId: appId)
+            let found: [InstallRecord]
+            if let versionId {
+                found = view.record(appId: appId, versionId: versionId).map { [$0] } ?? []
+            } else {
+                found = view.records(appId: appId)
+            }
             if view.namespace.key == namespace.key {
                 own += found.map { (view, $0) }
             } else {

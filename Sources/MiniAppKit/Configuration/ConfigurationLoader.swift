@@ -78,9 +78,8 @@ public struct ConfigurationLoader: Sendable {
             }
             configuration.projectId = project.value
         }
-        // An empty MINIAPP_SUBSCRIPTION_KEY is a deliberate "no key", not an unset variable.
-        let explicitlyEmpty = overrides.subscriptionKey == nil && environment["MINIAPP_SUBSCRIPTION_KEY"] == ""
-        if let key = try lookup.string("subscriptionKey", flag: "--subscription-key", variable: "MINIAPP_SUBSCRIPTION_KEY", override: explicitlyEmpty ? "" : overrides.subscriptionKey) {
+        // An empty MINIAPP_SUBSCRIPTION_KEY is a deliberate "no key" (no apiKey header), not an unset variable.
+        if let key = try lookup.string("subscriptionKey", flag: "--subscription-key", variable: "MINIAPP_SUBSCRIPTION_KEY", override: overrides.subscriptionKey, emptyIsSet: true) {
             guard key.value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
                 throw .invalidValue(setting: "subscription key", source: key.source, value: "(hidden)",
                                     expected: "use printable ASCII without spaces")
@@ -184,9 +183,10 @@ private struct SettingLookup {
     typealias Found<Value> = (value: Value, source: String)
     private static let fileSource = "the config file"
 
-    func string(_ key: String, flag: String, variable: String, override: String?) throws(ConfigurationError) -> Found<String>? {
+    /// `emptyIsSet` makes an empty environment variable a value; otherwise it counts as unset.
+    func string(_ key: String, flag: String, variable: String, override: String?, emptyIsSet: Bool = false) throws(ConfigurationError) -> Found<String>? {
         if let override { return (override, flag) }
-        if let value = environment[variable], !value.isEmpty { return (value, variable) }
+        if let value = environment[variable], emptyIsSet || !value.isEmpty { return (value, variable) }
         switch file[key] {
         case nil, .null?: return nil
         case .string(let value)?: return (value, Self.fileSource)

@@ -136,17 +136,18 @@ public final class BundleInstaller: Sendable {
 
     /// The version reused when cached and intact, else installed from the platform.
     private func ensure(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
-        // Offline, a copy from another platform's part of the cache will do.
-        let found = platform == nil ? cache.lookup(appId: appId, versionId: versionId) : cache.record(appId: appId, versionId: versionId).map { (cache, $0) }
-        if !force, let (view, cached) = found {
-            let integrity = view.check(cached)
-            if integrity.intact { return reuse(cached, in: view) }
-            guard platform != nil else {
-                throw CacheError.damaged(appId: appId, versionId: versionId, problems: integrity.problems)
+        guard platform != nil else {
+            // Offline, an intact copy from any platform's part of the cache will do (lookup checks it).
+            if !force, let (view, cached) = cache.lookup(appId: appId, versionId: versionId, intactOnly: true) { return reuse(cached, in: view) }
+            if !force, let (view, damaged) = cache.lookup(appId: appId, versionId: versionId) {
+                throw CacheError.damaged(appId: appId, versionId: versionId, problems: view.check(damaged).problems)
             }
+            throw CacheError.notCached(appId: appId, versionId: versionId)
+        }
+        if !force, let cached = cache.record(appId: appId, versionId: versionId) {
+            if cache.check(cached).intact { return reuse(cached) }
             logger.warning("cached version is damaged; reinstalling", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
         }
-        guard platform != nil else { throw CacheError.notCached(appId: appId, versionId: versionId) }
         let key = "\(appId)@\(versionId)"
         return try await coordinator.run(key) {
             try await self.installFromPlatform(appId: appId, versionId: versionId, versionTag: versionTag, force: force, progress: progress)

@@ -118,7 +118,13 @@ public final class PermissionStore: Sendable {
     /// An app's permissions as a host shows them: every declared one with its status (`DENIED` when
     /// undecided), then stored decisions the manifest no longer declares.
     public func permissions(appId: String, manifest: BundleManifest) throws -> [PermissionState] {
-        let stored = Dictionary(try stored(appId: appId).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        Self.states(manifest: manifest, stored: try stored(appId: appId))
+    }
+
+    /// What the manifest declares merged with `decisions`: every declared permission under its full
+    /// name with its status (`DENIED` when undecided), then decisions it no longer declares.
+    static func states(manifest: BundleManifest, stored decisions: [StoredPermission]) -> [PermissionState] {
+        let stored = Dictionary(decisions.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var seen: Set<String> = []
         var states: [PermissionState] = []
         for (declarations, required) in [(manifest.reqPermissions, true), (manifest.optPermissions, false)] {
@@ -146,16 +152,18 @@ public final class PermissionStore: Sendable {
     /// when there is none yet (then nothing is allowed).
     public static func launchDecision(cacheDirectory: String, appId: String, manifest: BundleManifest) throws -> LaunchDecision {
         guard access(cacheDirectory + "/permissions.sqlite", F_OK) == 0 else {
-            var seen: Set<String> = []
-            return LaunchDecision(missing: manifest.reqPermissions.map { PermissionName.full($0.name) }.filter { seen.insert($0).inserted })
+            return launchDecision(states(manifest: manifest, stored: []))
         }
         return try PermissionStore(cacheDirectory: cacheDirectory).launchDecision(appId: appId, manifest: manifest)
     }
 
     /// Whether every permission `manifest` requires is `ALLOWED` for the app.
     public func launchDecision(appId: String, manifest: BundleManifest) throws -> LaunchDecision {
-        let states = try permissions(appId: appId, manifest: manifest)
-        return LaunchDecision(missing: states.filter { $0.required && $0.status != .allowed }.map(\.name))
+        Self.launchDecision(try permissions(appId: appId, manifest: manifest))
+    }
+
+    private static func launchDecision(_ states: [PermissionState]) -> LaunchDecision {
+        LaunchDecision(missing: states.filter { $0.required && $0.status != .allowed }.map(\.name))
     }
 
     /// Whether the app's permission (full or short name) is `ALLOWED`: what a host's message bridge asks
