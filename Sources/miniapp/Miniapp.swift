@@ -26,6 +26,8 @@ struct Miniapp: AsyncParsableCommand {
         let command: any ParsableCommand
         do {
             command = try parseAsRoot()
+            // Every command hashes (the cache's namespace at least): OpenSSL's set-up overlaps with the rest of the start.
+            CryptoRuntime.warmUp()
         } catch {
             exitForParseError(error)
         }

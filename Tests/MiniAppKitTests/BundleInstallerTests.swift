@@ -340,6 +340,28 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
         }
     }
 
+    @Test func quickCheckOfABigBundleFindsEachKindOfDamage() async throws {
+        // Enough entries for the quick check to take its status calls on two threads.
+        var files = BundleFactory.helloFiles
+        for index in 0..<400 { files["lib/d\(index % 40)/m\(index).js"] = "module \(index)" }
+        let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", files)])
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let configuration = makeConfiguration(server, cache: cache)
+            let record = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }.record
+            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            #expect(cacheView.check(record).intact)
+            try "module 9".write(toFile: record.path + "/lib/d1/m1.js", atomically: false, encoding: .utf8)   // same size, new bytes
+            try "longer than before".write(toFile: record.path + "/lib/d2/m2.js", atomically: false, encoding: .utf8)
+            try FileManager.default.removeItem(atPath: record.path + "/lib/d3/m3.js")
+            try "x".write(toFile: record.path + "/lib/d39/extra.js", atomically: false, encoding: .utf8)
+            try FileManager.default.removeItem(atPath: record.path + "/lib/d4")
+            let expected = ["added: lib/d39/extra.js", "changed: lib/d1/m1.js", "changed: lib/d2/m2.js", "missing: lib/d3/m3.js"]
+                + (0..<10).map { "missing: lib/d4/m\(4 + 40 * $0).js" }
+            #expect(cacheView.check(record).problems == expected.sorted())
+            #expect(cacheView.check(record, thorough: true).problems == expected.sorted())
+        }
+    }
+
     @Test func loadFallsBackToTheNewestIntactCachedVersionWhenThePlatformIsDown() async throws {
         let platform = try SignedPlatform()
         let down = NIOLockedValueBox(false)

@@ -329,7 +329,7 @@ private final class ExtractionJob: @unchecked Sendable {
         guard fstat(descriptor, &info) == 0 else { throw ArchiveExtractor.ioError(target) }
         return BundleFile(
             path: file.path, size: size, sha256: digest.finalize().hexString,
-            changedAt: FileTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: Int64(info.st_ctim.tv_nsec))
+            changedAt: FileTimestamp(info.st_ctim)
         )
     }
 }

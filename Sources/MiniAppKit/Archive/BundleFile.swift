@@ -31,6 +31,16 @@ public struct FileTimestamp: Sendable, Equatable, Codable {
         self.seconds = seconds
         self.nanoseconds = nanoseconds
     }
+
+    /// The timestamp `time` from a status call.
+    init(_ time: timespec) {
+        self.init(seconds: Int64(time.tv_sec), nanoseconds: Int64(time.tv_nsec))
+    }
+
+    /// Whether `time`, as a status call gives it, is this timestamp.
+    func matches(_ time: timespec) -> Bool {
+        Int64(time.tv_sec) == seconds && Int64(time.tv_nsec) == nanoseconds
+    }
 }
 
 /// A folder of an installed bundle and its change time at install, which moves whenever an entry is
@@ -78,42 +88,91 @@ public struct BundleFileList: Sendable, Equatable {
 
     /// The list in `data`, or `nil` when it is not a well-formed list.
     public init?(decoding data: Data) {
-        let bytes = [UInt8](data)
-        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)[...]
-        guard let first = lines.popFirst(), String(decoding: first, as: UTF8.self) == Self.header else { return nil }
-        files = []
-        directories = []
-        files.reserveCapacity(lines.count)
-        for line in lines {
-            switch line.first {
-            case UInt8(ascii: "d"):
-                var fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3, omittingEmptySubsequences: false).dropFirst()
-                guard fields.count == 3, let seconds = Self.number(fields.removeFirst()), let nanoseconds = Self.number(fields.removeFirst()) else { return nil }
-                let path = String(decoding: fields.removeFirst(), as: UTF8.self)
+        guard let list = data.withUnsafeBytes({ Self.parse($0.bindMemory(to: UInt8.self)) }) else { return nil }
+        self = list
+    }
+
+    /// One pass over the bytes: fields are cut at spaces in place, only paths and digests become strings.
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> BundleFileList? {
+        var cursor = LineCursor(bytes: bytes)
+        guard let first = cursor.nextLine(), String(decoding: bytes[first], as: UTF8.self) == header else { return nil }
+        var list = BundleFileList(files: [], directories: [])
+        list.files.reserveCapacity(bytes.count / 110)
+        while let line = cursor.nextLine() {
+            if line.isEmpty { continue }
+            var fields = FieldCursor(bytes: bytes, range: line)
+            switch fields.next() {
+            case .some(let kind) where kind.count == 1 && bytes[kind.lowerBound] == UInt8(ascii: "d"):
+                guard let seconds = fields.number(), let nanoseconds = fields.number() else { return nil }
+                let path = fields.rest()
                 guard !path.isEmpty else { return nil }
-                directories.append(BundleDirectory(path: path, changedAt: FileTimestamp(seconds: seconds, nanoseconds: nanoseconds)))
-            case UInt8(ascii: "f"):
-                var fields = line.split(separator: UInt8(ascii: " "), maxSplits: 5, omittingEmptySubsequences: false).dropFirst()
-                guard fields.count == 5,
-                      let size = Self.number(fields.removeFirst()), let seconds = Self.number(fields.removeFirst()),
-                      let nanoseconds = Self.number(fields.removeFirst()) else { return nil }
-                let sha256 = String(decoding: fields.removeFirst(), as: UTF8.self)
-                let path = String(decoding: fields.removeFirst(), as: UTF8.self)
-                guard sha256.utf8.count == 64, !path.isEmpty else { return nil }
-                files.append(BundleFile(path: path, size: size, sha256: sha256, changedAt: FileTimestamp(seconds: seconds, nanoseconds: nanoseconds)))
+                list.directories.append(BundleDirectory(path: String(decoding: bytes[path], as: UTF8.self), changedAt: FileTimestamp(seconds: seconds, nanoseconds: nanoseconds)))
+            case .some(let kind) where kind.count == 1 && bytes[kind.lowerBound] == UInt8(ascii: "f"):
+                guard let size = fields.number(), let seconds = fields.number(), let nanoseconds = fields.number(),
+                      let digest = fields.next(), digest.count == 64 else { return nil }
+                let path = fields.rest()
+                guard !path.isEmpty else { return nil }
+                list.files.append(BundleFile(
+                    path: String(decoding: bytes[path], as: UTF8.self), size: size,
+                    sha256: String(decoding: bytes[digest], as: UTF8.self),
+                    changedAt: FileTimestamp(seconds: seconds, nanoseconds: nanoseconds)
+                ))
             default:
                 return nil
             }
         }
+        return list
+    }
+}
+
+/// Lines of a byte buffer, without their newline.
+private struct LineCursor {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var position = 0
+
+    mutating func nextLine() -> Range<Int>? {
+        guard position < bytes.count else { return nil }
+        let start = position
+        while position < bytes.count, bytes[position] != UInt8(ascii: "\n") { position += 1 }
+        defer { position += 1 }
+        return start..<position
+    }
+}
+
+/// Space-separated fields of one line; the last field (a path) may hold spaces.
+private struct FieldCursor {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var range: Range<Int>
+
+    init(bytes: UnsafeBufferPointer<UInt8>, range: Range<Int>) {
+        self.bytes = bytes
+        self.range = range
     }
 
-    private static func number(_ digits: ArraySlice<UInt8>) -> Int64? {
-        guard !digits.isEmpty, digits.count <= 18 else { return nil }
+    /// The next field, or `nil` at the end of the line.
+    mutating func next() -> Range<Int>? {
+        guard !range.isEmpty else { return nil }
+        var end = range.lowerBound
+        while end < range.upperBound, bytes[end] != UInt8(ascii: " ") { end += 1 }
+        defer { range = min(end + 1, range.upperBound)..<range.upperBound }
+        return range.lowerBound..<end
+    }
+
+    /// The next field as a decimal number of at most 18 digits.
+    mutating func number() -> Int64? {
+        guard let field = next(), !field.isEmpty, field.count <= 18 else { return nil }
         var value: Int64 = 0
-        for digit in digits {
+        for index in field {
+            let digit = bytes[index]
             guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return nil }
             value = value * 10 + Int64(digit - UInt8(ascii: "0"))
         }
         return value
+    }
+
+    /// Everything left on the line.
+    mutating func rest() -> Range<Int> {
+        defer { range = range.upperBound..<range.upperBound }
+        return range
     }
 }

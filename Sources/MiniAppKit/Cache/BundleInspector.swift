@@ -30,33 +30,24 @@ struct BundleInspector {
 
     /// The quick check: every folder's and file's status against the list, hashing only files whose
     /// change time moved, and reading only folders whose change time moved (an entry was added,
-    /// removed or renamed there).
+    /// removed or renamed there). Big lists take their status calls on two threads.
     func quickCheck(_ list: BundleFileList) -> IntegrityReport {
         let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard rootDescriptor >= 0 else { return IntegrityReport(problems: ["missing: the bundle folder"]) }
         defer { close(rootDescriptor) }
+        let verdicts = Self.verdicts(list, in: rootDescriptor)
         var problems: [String] = []
         var moved: [String] = []
-        var info = stat()
-        for directory in list.directories {
-            guard fstatat(rootDescriptor, directory.path, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
-                moved.append(directory.path)
-                continue
-            }
-            if Int64(info.st_ctim.tv_sec) != directory.changedAt.seconds || Int64(info.st_ctim.tv_nsec) != directory.changedAt.nanoseconds {
-                moved.append(directory.path)
-            }
-        }
         var toHash: [(BundleFile, String)] = []
-        for file in list.files {
-            guard fstatat(rootDescriptor, file.path, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-                problems.append("missing: \(file.path)")
-                continue
-            }
-            if Int64(info.st_size) != file.size {
-                problems.append("changed: \(file.path)")
-            } else if Int64(info.st_ctim.tv_sec) != file.changedAt.seconds || Int64(info.st_ctim.tv_nsec) != file.changedAt.nanoseconds {
-                toHash.append((file, root + "/" + file.path))
+        for (index, directory) in list.directories.enumerated() where verdicts[index] != .same {
+            moved.append(directory.path)
+        }
+        for (index, file) in list.files.enumerated() {
+            switch verdicts[list.directories.count + index] {
+            case .same: break
+            case .missing: problems.append("missing: \(file.path)")
+            case .resized: problems.append("changed: \(file.path)")
+            case .touched: toHash.append((file, root + "/" + file.path))
             }
         }
         if !moved.isEmpty {
@@ -76,6 +67,51 @@ struct BundleInspector {
         return IntegrityReport(problems: problems.sorted())
     }
 
+    /// What an entry's status says about it: for a folder, anything but `same` means it moved.
+    enum Verdict {
+        case same, missing, resized, touched
+    }
+
+    /// Lists from this many entries on take their status calls on two threads (measured on tmpfs: a
+    /// thousand entries take about 2 ms on one).
+    static let parallelMinimumEntries = 256
+
+    /// Each folder's, then each file's status compared with the list.
+    private static func verdicts(_ list: BundleFileList, in rootDescriptor: Int32) -> [Verdict] {
+        let (directories, files) = (list.directories, list.files)
+        let count = directories.count + files.count
+        var verdicts = [Verdict](repeating: .same, count: count)
+        let parts = count >= parallelMinimumEntries && ProcessInfo.processInfo.activeProcessorCount > 1 ? 2 : 1
+        verdicts.withUnsafeMutableBufferPointer { output in
+            let output = SendableBuffer(output)
+            DispatchQueue.concurrentPerform(iterations: parts) { part in
+                var info = stat()
+                for index in stride(from: part, to: count, by: parts) {
+                    if index < directories.count {
+                        let directory = directories[index]
+                        guard fstatat(rootDescriptor, directory.path, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+                            output.buffer[index] = .missing
+                            continue
+                        }
+                        if !directory.changedAt.matches(info.st_ctim) { output.buffer[index] = .touched }
+                        continue
+                    }
+                    let file = files[index - directories.count]
+                    guard fstatat(rootDescriptor, file.path, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+                        output.buffer[index] = .missing
+                        continue
+                    }
+                    if Int64(info.st_size) != file.size {
+                        output.buffer[index] = .resized
+                    } else if !file.changedAt.matches(info.st_ctim) {
+                        output.buffer[index] = .touched
+                    }
+                }
+            }
+        }
+        return verdicts
+    }
+
     /// Every folder of the bundle (`.` for the bundle folder) with its change time now.
     func directories() -> [BundleDirectory] {
         var result: [BundleDirectory] = []
@@ -93,7 +129,7 @@ struct BundleInspector {
             return
         }
         defer { closedir(handle) }
-        result.append(BundleDirectory(path: relative, changedAt: FileTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: Int64(info.st_ctim.tv_nsec))))
+        result.append(BundleDirectory(path: relative, changedAt: FileTimestamp(info.st_ctim)))
         while let entry = readdir(handle) {
             guard entry.pointee.d_type == UInt8(DT_DIR) || entry.pointee.d_type == UInt8(DT_UNKNOWN) else { continue }
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
@@ -216,4 +252,13 @@ final class WorkQueue: @unchecked Sendable {
 
     /// The flagged indexes.
     var flagged: [Int] { lock.withLock { marks } }
+}
+
+/// A buffer that concurrent workers write at distinct indexes.
+struct SendableBuffer<Element>: @unchecked Sendable {
+    let buffer: UnsafeMutableBufferPointer<Element>
+
+    init(_ buffer: UnsafeMutableBufferPointer<Element>) {
+        self.buffer = buffer
+    }
 }

@@ -313,7 +313,7 @@ public final class BundleInstaller: Sendable {
             var info = stat()
             stat(target, &info)
             files.append(BundleFile(path: components.joined(separator: "/"), size: file.size, sha256: file.sha256.hexString,
-                                    changedAt: FileTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: Int64(info.st_ctim.tv_nsec))))
+                                    changedAt: FileTimestamp(info.st_ctim)))
             combined.update(file.sha256)
             total += file.size
         }

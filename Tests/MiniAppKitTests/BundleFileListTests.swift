@@ -1,0 +1,34 @@
+import Foundation
+import MiniAppKit
+import Testing
+
+struct BundleFileListTests {
+    let sample = BundleFileList(
+        files: [
+            BundleFile(path: "index.html", size: 120, sha256: String(repeating: "a", count: 64), changedAt: FileTimestamp(seconds: 1_795_349_861, nanoseconds: 852_861_666)),
+            BundleFile(path: "a dir/with spaces.js", size: 0, sha256: String(repeating: "0", count: 64), changedAt: FileTimestamp(seconds: 0, nanoseconds: 0)),
+        ],
+        directories: [
+            BundleDirectory(path: ".", changedAt: FileTimestamp(seconds: 5, nanoseconds: 999_999_999)),
+            BundleDirectory(path: "a dir", changedAt: FileTimestamp(seconds: 6, nanoseconds: 1)),
+        ]
+    )
+
+    @Test func roundTrips() {
+        #expect(BundleFileList(decoding: sample.encoded()) == sample)
+        #expect(BundleFileList(decoding: Data("miniapp-files 1\n".utf8)) == BundleFileList(files: [], directories: []))
+    }
+
+    @Test(arguments: [
+        "", "miniapp-files 2\n", "miniapp-files 1\nx 1 2 a\n",
+        "miniapp-files 1\nd 1 2\n", "miniapp-files 1\nd 1 x2 a\n", "miniapp-files 1\nd -1 2 a\n",
+        "miniapp-files 1\nf 1 2 3 abc index.html\n",
+        "miniapp-files 1\nf 1 2 3 \(String(repeating: "a", count: 64))\n",
+        "miniapp-files 1\nf 1 2 \(String(repeating: "a", count: 64)) index.html\n",
+        "miniapp-files 1\nf 1234567890123456789 2 3 \(String(repeating: "a", count: 64)) index.html\n",
+        "miniapp-files 1\ndd 1 2 a\n",
+    ])
+    func refusesMalformedLists(_ text: String) {
+        #expect(BundleFileList(decoding: Data(text.utf8)) == nil)
+    }
+}
