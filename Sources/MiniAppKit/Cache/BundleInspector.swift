@@ -204,27 +204,6 @@ struct BundleInspector {
     }
 }
 
-/// Hashing whole files.
-enum FileHashing {
-    /// The SHA-256 of the file at `path`, read through `buffer`, or `nil` when it cannot be read.
-    static func sha256(ofFileAt path: String, buffer: UnsafeMutableRawBufferPointer) -> [UInt8]? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        let digest = SHA256Digest()
-        while true {
-            let count = read(descriptor, buffer.baseAddress, buffer.count)
-            if count == 0 { break }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return nil
-            }
-            digest.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-        }
-        return digest.finalize()
-    }
-}
-
 /// Indexes handed out to worker threads, and the ones they flag.
 final class WorkQueue: @unchecked Sendable {
     private let lock = NSLock()

@@ -185,3 +185,12 @@ public struct MiniAppConfiguration: Sendable, Equatable, CustomStringConvertible
             + "language: \(language), offline: \(offline))"
     }
 }
+
+extension Duration {
+    /// The duration in whole nanoseconds, saturating.
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    }
+}

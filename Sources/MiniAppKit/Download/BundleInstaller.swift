@@ -208,7 +208,7 @@ public final class BundleInstaller: Sendable {
         try Identifier.validate(appId, as: .app)
         try Identifier.validate(versionId, as: .version)
         if let keyId { try Identifier.validate(keyId, as: .key) }
-        let sha256 = try Self.hashBundle(at: path).digest
+        let sha256 = try FileHashing.bundle(at: path).digest
         return try await withLockedStage(appId: appId, versionId: versionId) { _, stage in
             let outcome = await verifier.check(signature: signature, keyId: keyId, explicitKey: publicKey, versionId: versionId, sha256: sha256)
             try enforce(outcome)
@@ -322,33 +322,5 @@ public final class BundleInstaller: Sendable {
         let sorted = files.sorted { $0.path < $1.path }
         try writeFileList(sorted, stage: stage)
         return (DownloadedFile(sha256: combined.finalize(), size: total), sorted)
-    }
-
-    /// The SHA-256 of a local bundle, read once.
-    static func hashBundle(at path: String) throws -> (digest: [UInt8], size: Int64) {
-        var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw BundleFileError.unreadable(path: path, reason: errno == ENOENT ? "it does not exist" : "it is not a readable file")
-        }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
-        guard let digest = FileHashing.sha256(ofFileAt: path, buffer: buffer) else {
-            throw BundleFileError.unreadable(path: path, reason: String(cString: strerror(errno)))
-        }
-        return (digest, Int64(info.st_size))
-    }
-}
-
-/// A local bundle file that cannot be read.
-public enum BundleFileError: CategorizedError, Equatable {
-    /// The file is missing or unreadable.
-    case unreadable(path: String, reason: String)
-
-    public var category: ErrorCategory { .notFound }
-
-    public var description: String {
-        switch self {
-        case .unreadable(let path, let reason): return "cannot read bundle \(path): \(reason)"
-        }
     }
 }

@@ -337,13 +337,6 @@ private struct LenientElement<Value: Decodable>: Decodable {
 }
 
 extension Duration {
-    /// The duration in whole nanoseconds, saturating.
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
-    }
-
     /// The duration as a NIO `TimeAmount`.
     var timeAmount: TimeAmount { .nanoseconds(nanoseconds) }
 }

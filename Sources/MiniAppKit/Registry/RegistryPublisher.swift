@@ -70,7 +70,7 @@ public struct RegistryPublisher: Sendable {
         try collectZip(from: request.source, to: zip)
         try checkBundle(zip, copyingMetadataInto: version, scratch: staging + "/check")
 
-        let hashed = try BundleInstaller.hashBundle(at: zip)
+        let hashed = try FileHashing.bundle(at: zip)
         let signature = try BundleSignature.sign(versionId: versionId, sha256: hashed.digest, with: request.key)
         let keyId = request.key.publicKey.keyId
         let entry = RegistryVersion(

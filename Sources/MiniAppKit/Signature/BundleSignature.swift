@@ -14,7 +14,7 @@ public enum BundleSignature {
 
     /// The base64 DER signature of the zip at `path`, for this version.
     public static func sign(bundleAt path: String, versionId: String, with key: SigningKey) throws -> String {
-        try sign(versionId: versionId, sha256: BundleInstaller.hashBundle(at: path).digest, with: key)
+        try sign(versionId: versionId, sha256: FileHashing.bundle(at: path).digest, with: key)
     }
 
     /// Checks `signature` (base64 DER) against the version and digest; throws when it does not match.
