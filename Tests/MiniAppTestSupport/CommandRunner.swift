@@ -32,12 +32,32 @@ public enum CommandRunner {
         fatalError("the miniapp executable was not built next to \(selfPath)")
     }
 
+    /// Whether tests can run `miniapp` as another user (nobody, 65534), for which file modes hold: the
+    /// tests run as root, setpriv exists, and that user can reach and run the built executable.
+    public static let canRunAsAnotherUser: Bool = {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { return false }
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        probe.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", executable.path, "--version"]
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        guard (try? probe.run()) != nil else { return false }
+        probe.waitUntilExit()
+        return probe.terminationStatus == 0
+    }()
+
     /// Runs `miniapp` with `arguments` and an environment holding only `environment` plus PATH,
-    /// with HOME in a fresh temporary folder unless given.
-    public static func run(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) async throws -> CommandResult {
+    /// with HOME in a fresh temporary folder unless given; as user and group `user` when given
+    /// (see ``canRunAsAnotherUser``).
+    public static func run(_ arguments: [String], environment: [String: String] = [:], input: String? = nil, user: UInt32? = nil) async throws -> CommandResult {
         let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
+        if let user {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", executable.path] + arguments
+        } else {
+            process.executableURL = executable
+            process.arguments = arguments
+        }
         var env = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
         if environment["HOME"] == nil {
             env["HOME"] = try TemporaryDirectory.make().path

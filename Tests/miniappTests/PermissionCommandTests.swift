@@ -27,6 +27,25 @@ import Testing
         try await CommandRunner.run(arguments, environment: environment)
     }
 
+    /// Root ignores file modes, so the store is made unreadable for another user (nobody) instead.
+    @Test(.enabled(if: CommandRunner.canRunAsAnotherUser))
+    func anUnreadableStoreGives74AndStaysAsItWas() async throws {
+        try await publish("1", required: ["rakuten.miniapp.user.USER_NAME"])
+        #expect(try await run(["download", "hello"]).status == 0)
+        #expect(try await run(["permissions", "grant", "hello", "USER_NAME"]).status == 0)
+        let store = work + "/cache/permissions.sqlite"
+        #expect(chmod(store, 0o600) == 0)
+        let before = CacheTree(work + "/cache")
+        let storeBefore = try Data(contentsOf: URL(fileURLWithPath: store))
+        for arguments in [["permissions", "show", "hello"], ["permissions", "list"], ["permissions", "grant", "hello", "USER_NAME"], ["load", "hello", "--offline"]] {
+            let result = try await CommandRunner.run(arguments, environment: environment, user: 65534)
+            expectFailure(result, status: 74, mentioning: "permission store")
+            #expect(CacheTree(work + "/cache") == before, "\(arguments) changed the cache")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: store)) == storeBefore)
+        #expect(try await run(["load", "hello", "--offline"]).status == 0, "the store's owner still launches the app")
+    }
+
     @Test func theLaunchGateOpensAndClosesAsVersionsChange() async throws {
         try await publish("1", required: ["rakuten.miniapp.user.USER_NAME"], optional: ["rakuten.miniapp.device.LOCATION"])
         let refused = try await run(["load", "hello"])
