@@ -300,6 +300,7 @@ final class Counter: Sendable {
         "not json", "{\"an\": \"object\"}", "[{\"id\": 5, \"version\": {\"versionId\": \"v\"}}]",
         "[{\"id\": \"a\"}]", "[{\"id\": \"../etc\", \"version\": {\"versionId\": \"v\"}}]",
         "[{\"id\": \"a\", \"version\": {\"versionId\": \"v/../../x\"}}]", "", "\u{FF}\u{FE}[]", "[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]",
+        String(repeating: "[", count: 100_000), String(repeating: #"{"a":"#, count: 50_000),
     ])
     func malformedListAnswersAreInvalidResponses(body: String) async throws {
         try await withTestServer({ _ in .json(body) }) { server in

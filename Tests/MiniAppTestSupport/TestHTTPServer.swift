@@ -74,20 +74,25 @@ public struct StubResponse: Sendable {
 }
 
 /// A real HTTP/1.1 server on 127.0.0.1 whose answers a test scripts request by request.
+///
+/// Connections are served by a plain channel handler rather than `NIOAsyncChannel`: a connection
+/// accepted while the server shuts down (the client's connection probe makes such late ones) would
+/// otherwise be dropped with an unfinished async writer, which traps.
 public final class TestHTTPServer: Sendable {
     public typealias Handler = @Sendable (RecordedRequest) async -> StubResponse
 
     /// `http://127.0.0.1:<port>/`.
     public let baseURL: URL
     public let port: Int
-    private let serverChannel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
-    private let recorded = NIOLockedValueBox<[RecordedRequest]>([])
-    private let connections = NIOLockedValueBox<[any Channel]>([])
-    private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    private let serverChannel: any Channel
+    private let recorded: NIOLockedValueBox<[RecordedRequest]>
+    private let connections: NIOLockedValueBox<[any Channel]>
 
-    private init(channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>, port: Int) {
+    private init(channel: any Channel, recorded: NIOLockedValueBox<[RecordedRequest]>, connections: NIOLockedValueBox<[any Channel]>) {
         self.serverChannel = channel
-        self.port = port
+        self.recorded = recorded
+        self.connections = connections
+        self.port = channel.localAddress?.port ?? 0
         self.baseURL = URL(string: "http://127.0.0.1:\(port)/")!
     }
 
@@ -96,88 +101,92 @@ public final class TestHTTPServer: Sendable {
 
     /// Starts a server on a free port of 127.0.0.1.
     public static func start(_ handler: @escaping Handler) async throws -> TestHTTPServer {
+        let recorded = NIOLockedValueBox<[RecordedRequest]>([])
+        let connections = NIOLockedValueBox<[any Channel]>([])
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: "127.0.0.1", port: 0) { channel in
-                channel.eventLoop.makeCompletedFuture {
+            .childChannelInitializer { channel in
+                connections.withLockedValue { $0.append(channel) }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
+                    try channel.pipeline.syncOperations.addHandler(ScriptedConnection(handler: handler, recorded: recorded))
                 }
             }
-        let server = TestHTTPServer(channel: channel, port: channel.channel.localAddress?.port ?? 0)
-        server.task.withLockedValue { $0 = Task { await server.serve(handler) } }
-        return server
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        return TestHTTPServer(channel: channel, recorded: recorded, connections: connections)
     }
 
-    /// Stops accepting, closes every connection, and waits for the server to end.
+    /// Stops accepting and closes every connection.
     public func shutdown() async {
-        try? await serverChannel.channel.close()
+        try? await serverChannel.close()
         for connection in connections.withLockedValue({ $0 }) { try? await connection.close() }
-        let running = task.withLockedValue { $0 }
-        running?.cancel()
-        await running?.value
+    }
+}
+
+/// One connection's requests, each answered as the handler scripts it.
+private final class ScriptedConnection: ChannelInboundHandler, Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let handler: TestHTTPServer.Handler
+    private let recorded: NIOLockedValueBox<[RecordedRequest]>
+    private let pending = NIOLockedValueBox<(head: HTTPRequestHead?, body: [UInt8])>((nil, []))
+
+    init(handler: @escaping TestHTTPServer.Handler, recorded: NIOLockedValueBox<[RecordedRequest]>) {
+        self.handler = handler
+        self.recorded = recorded
     }
 
-    private func serve(_ handler: @escaping Handler) async {
-        await withDiscardingTaskGroup { group in
-            try? await serverChannel.executeThenClose { inbound in
-                for try await connection in inbound {
-                    connections.withLockedValue { $0.append(connection.channel) }
-                    group.addTask { await self.handle(connection, handler) }
-                }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            pending.withLockedValue { $0 = (head, []) }
+        case .body(let buffer):
+            pending.withLockedValue { $0.body += buffer.readableBytesView }
+        case .end:
+            let (head, body) = pending.withLockedValue { $0 }
+            guard let head else {
+                context.close(promise: nil)
+                return
             }
-            group.cancelAll()
+            let request = RecordedRequest(method: head.method.rawValue, uri: head.uri, headers: head.headers.map { ($0.name, $0.value) }, body: body)
+            recorded.withLockedValue { $0.append(request) }
+            let channel = context.channel
+            let handler = handler
+            Task {
+                let response = await handler(request)
+                if let delay = response.delay { try? await Task.sleep(for: delay) }
+                Self.answer(head, with: response, on: channel)
+            }
         }
     }
 
-    private func handle(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, _ handler: Handler) async {
-        try? await connection.executeThenClose { inbound, outbound in
-            var head: HTTPRequestHead?
-            var body: [UInt8] = []
-            for try await part in inbound {
-                switch part {
-                case .head(let requestHead):
-                    head = requestHead
-                    body = []
-                case .body(let buffer):
-                    body += buffer.readableBytesView
-                case .end:
-                    guard let requestHead = head else { return }
-                    let request = RecordedRequest(
-                        method: requestHead.method.rawValue, uri: requestHead.uri,
-                        headers: requestHead.headers.map { ($0.name, $0.value) }, body: body
-                    )
-                    recorded.withLockedValue { $0.append(request) }
-                    let response = await handler(request)
-                    if let delay = response.delay { try await Task.sleep(for: delay) }
-                    var headers = HTTPHeaders(response.headers)
-                    if !headers.contains(name: "Content-Length") { headers.add(name: "Content-Length", value: "\(response.body.count)") }
-                    let responseHead = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
-                    switch response.action {
-                    case .drop:
-                        return
-                    case .stall:
-                        try await Task.sleep(for: .seconds(3600))
-                        return
-                    case .truncate(let count):
-                        try await outbound.write(.head(responseHead))
-                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body.prefix(count)))))
-                        return
-                    case .partialThenStall(let count):
-                        try await outbound.write(.head(responseHead))
-                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body.prefix(count)))))
-                        try await Task.sleep(for: .seconds(3600))
-                        return
-                    case .respond:
-                        try await outbound.write(.head(responseHead))
-                        if !response.body.isEmpty, requestHead.method != .HEAD {
-                            try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body))))
-                        }
-                        try await outbound.write(.end(nil))
-                        if !requestHead.isKeepAlive { return }
-                    }
-                }
+    /// Writes `response` (channel writes are safe from any thread and go through the HTTP encoder).
+    private static func answer(_ request: HTTPRequestHead, with response: StubResponse, on channel: any Channel) {
+        var headers = HTTPHeaders(response.headers)
+        if !headers.contains(name: "Content-Length") { headers.add(name: "Content-Length", value: "\(response.body.count)") }
+        let head = HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers))
+        switch response.action {
+        case .drop:
+            channel.close(promise: nil)
+        case .stall:
+            break
+        case .truncate(let count):
+            channel.write(head, promise: nil)
+            channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(bytes: response.body.prefix(count))))).whenComplete { _ in
+                channel.close(promise: nil)
             }
+        case .partialThenStall(let count):
+            channel.write(head, promise: nil)
+            channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(bytes: response.body.prefix(count)))), promise: nil)
+        case .respond:
+            channel.write(head, promise: nil)
+            if !response.body.isEmpty, request.method != .HEAD {
+                channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(bytes: response.body))), promise: nil)
+            }
+            let done = channel.writeAndFlush(HTTPServerResponsePart.end(nil))
+            if !request.isKeepAlive { done.whenComplete { _ in channel.close(promise: nil) } }
         }
     }
 }
