@@ -34,22 +34,13 @@ public enum CommandRunner {
 
     /// Whether tests can run `miniapp` as another user (nobody, 65534), for which file modes hold: the
     /// tests run as root, setpriv exists, and that user can reach and run the built executable.
-    public static let canRunAsAnotherUser: Bool = {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { return false }
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        probe.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", executable.path, "--version"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        guard (try? probe.run()) != nil else { return false }
-        probe.waitUntilExit()
-        return probe.terminationStatus == 0
-    }()
+    public static let canRunAsAnotherUser: Bool = getuid() == 0
+        && runTool("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", executable.path, "--version"]) == 0
 
     /// Runs `miniapp` with `arguments` and an environment holding only `environment` plus PATH,
     /// with HOME in a fresh temporary folder unless given; as user and group `user` when given
     /// (see ``canRunAsAnotherUser``).
-    public static func run(_ arguments: [String], environment: [String: String] = [:], input: String? = nil, user: UInt32? = nil) async throws -> CommandResult {
+    public static func run(_ arguments: [String], environment: [String: String] = [:], user: UInt32? = nil) async throws -> CommandResult {
         let process = Process()
         if let user {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
@@ -58,12 +49,7 @@ public enum CommandRunner {
             process.executableURL = executable
             process.arguments = arguments
         }
-        var env = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
-        if environment["HOME"] == nil {
-            env["HOME"] = try TemporaryDirectory.make().path
-        }
-        env.merge(environment) { _, new in new }
-        process.environment = env
+        process.environment = try processEnvironment(environment)
         let out = try TemporaryDirectory.make().appendingPathComponent("stdout")
         let err = out.deletingLastPathComponent().appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
@@ -92,6 +78,44 @@ public enum CommandRunner {
         try? FileManager.default.removeItem(at: out.deletingLastPathComponent())
         return result
     }
+
+    /// Starts `miniapp` in the background, with the environment of ``run(_:environment:user:)`` and its
+    /// output discarded: for tests that kill it or let it race others.
+    public static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = try processEnvironment(environment)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// `environment` plus PATH, and HOME in a fresh temporary folder unless given.
+    private static func processEnvironment(_ environment: [String: String]) throws -> [String: String] {
+        var env = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+        if environment["HOME"] == nil {
+            env["HOME"] = try TemporaryDirectory.make().path
+        }
+        env.merge(environment) { _, new in new }
+        return env
+    }
+}
+
+/// Runs a stock tool with its output discarded and returns its exit status, or -1 when it cannot start.
+@discardableResult
+public func runTool(_ path: String, _ arguments: [String], in directory: URL? = nil) -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.currentDirectoryURL = directory
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return -1 }
+    process.waitUntilExit()
+    return process.terminationStatus
 }
 
 /// Fresh temporary folders for tests.

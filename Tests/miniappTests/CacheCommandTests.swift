@@ -162,16 +162,9 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
             }
             return response
         }) { server in
-            let process = Process()
-            process.executableURL = CommandRunner.executable
-            process.arguments = ["download", "app-hello"]
-            process.environment = [
-                "MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1",
-                "MINIAPP_CACHE_DIR": cache, "HOME": cache, "PATH": "/usr/bin:/bin",
-            ]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try CommandRunner.start(["download", "app-hello"], environment: [
+                "MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": cache, "HOME": cache,
+            ])
             let deadline = ContinuousClock.now + .seconds(20)
             while !server.requests.contains(where: { $0.path == app.zipPath }), ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
@@ -232,11 +225,7 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
             printf '%s%s' v-7 "$(sha256sum app.zip | cut -c1-64)" > msg
             openssl dgst -sha256 -sign key.pem msg | base64 -w0 > sig
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", shell]
-        try process.run()
-        process.waitUntilExit()
+        #expect(runTool("/bin/sh", ["-c", shell]) == 0)
         let signature = try String(contentsOf: directory.appendingPathComponent("sig"), encoding: .utf8)
         let environment = ["MINIAPP_CACHE_DIR": cache]
         let pub = directory.appendingPathComponent("pub.pem").path

@@ -7,21 +7,9 @@ import Testing
 let canMountTmpfs: Bool = {
     guard getuid() == 0, let directory = try? TemporaryDirectory.make() else { return false }
     defer { try? FileManager.default.removeItem(at: directory) }
-    guard runQuietly("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", directory.path]) == 0 else { return false }
-    return runQuietly("/bin/umount", [directory.path]) == 0
+    guard runTool("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", directory.path]) == 0 else { return false }
+    return runTool("/bin/umount", [directory.path]) == 0
 }()
-
-@discardableResult
-func runQuietly(_ tool: String, _ arguments: [String]) -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: tool)
-    process.arguments = arguments
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return -1 }
-    process.waitUntilExit()
-    return process.terminationStatus
-}
 
 /// Printable text that barely compresses, so that zips are nearly as large as what they hold.
 func noise(_ count: Int, seed: UInt64) -> String {
@@ -42,8 +30,8 @@ func noise(_ count: Int, seed: UInt64) -> String {
     func aFullDiskIsALocalIOErrorAndTheCacheStaysIntact(payload: Int) async throws {
         let cache = work + "/small"
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
-        #expect(runQuietly("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", cache]) == 0)
-        defer { runQuietly("/bin/umount", [cache]) }
+        #expect(runTool("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", cache]) == 0)
+        defer { runTool("/bin/umount", [cache]) }
         let app = try ServedApp(files: BundleFactory.helloFiles.merging(["big.txt": noise(payload, seed: 7)]) { $1 })
         try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
             let before = CacheSnapshot(cache)
@@ -77,16 +65,9 @@ func noise(_ count: Int, seed: UInt64) -> String {
         try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
             let cache = work + "/cache"
             for delay in [0, 10, 30, 60, 100, 150, 220, 300, 450] {
-                let process = Process()
-                process.executableURL = CommandRunner.executable
-                process.arguments = ["download", "app-hello", "--force"]
-                process.environment = [
-                    "MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1",
-                    "MINIAPP_CACHE_DIR": cache, "HOME": work, "PATH": "/usr/bin:/bin",
-                ]
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.run()
+                let process = try CommandRunner.start(["download", "app-hello", "--force"], environment: [
+                    "MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": cache, "HOME": work,
+                ])
                 try await Task.sleep(for: .milliseconds(delay))
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()

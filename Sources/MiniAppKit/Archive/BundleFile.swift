@@ -160,14 +160,7 @@ private struct FieldCursor {
 
     /// The next field as a decimal number of at most 18 digits.
     mutating func number() -> Int64? {
-        guard let field = next(), !field.isEmpty, field.count <= 18 else { return nil }
-        var value: Int64 = 0
-        for index in field {
-            let digit = bytes[index]
-            guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return nil }
-            value = value * 10 + Int64(digit - UInt8(ascii: "0"))
-        }
-        return value
+        next().flatMap { ASCIIDigits.value(bytes[$0]) }
     }
 
     /// Everything left on the line.
