@@ -12,7 +12,8 @@ let package = Package(
         .systemLibrary(name: "CMiniAppArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .systemLibrary(name: "CMiniAppOpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "CMiniAppSystem"),
-        .target(name: "MiniAppKit", dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem"]),
+        // Testable, so that the fuzzers reach internal parsers (the install record's JSON reader).
+        .target(name: "MiniAppKit", dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem"], swiftSettings: [.unsafeFlags(["-enable-testing"])]),
         .target(name: "FuzzSupport"),
         .executableTarget(name: "FuzzArchive", dependencies: ["FuzzSupport", "MiniAppKit"]),
         .executableTarget(name: "FuzzDecoders", dependencies: ["FuzzSupport", "MiniAppKit"]),

@@ -1,6 +1,7 @@
 import Foundation
-import MiniAppKit
 import Testing
+
+@testable import MiniAppKit
 
 struct BundleFileListTests {
     let sample = BundleFileList(
@@ -27,8 +28,20 @@ struct BundleFileListTests {
         "miniapp-files 1\nf 1 2 \(String(repeating: "a", count: 64)) index.html\n",
         "miniapp-files 1\nf 1234567890123456789 2 3 \(String(repeating: "a", count: 64)) index.html\n",
         "miniapp-files 1\ndd 1 2 a\n",
+        "miniapp-files 1\nd 1 2 a\u{0}b\n",
     ])
     func refusesMalformedLists(_ text: String) {
         #expect(BundleFileList(decoding: Data(text.utf8)) == nil)
+    }
+
+    @Test func theIndexLocatesEachEntryAsAStringInPlace() throws {
+        let index = try #require(FileListIndex(Array(sample.encoded())))
+        #expect(index.directories.map(index.path) == [".", "a dir"])
+        #expect(index.files.map(index.file) == sample.files)
+        // Each path is followed by a NUL, so it can go to a system call as it is.
+        for entry in index.directories + index.files {
+            #expect(index.bytes[entry.path.upperBound] == 0)
+        }
+        #expect(FileListIndex(Array("miniapp-files 1".utf8))?.files.isEmpty == true)
     }
 }

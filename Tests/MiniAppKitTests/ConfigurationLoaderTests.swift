@@ -52,6 +52,24 @@ import Testing
         #expect(configuration.cacheDirectory == "/var/tmp/xdg-cache/miniapp")
     }
 
+    @Test func relativePathsAreResolvedAgainstTheCurrentFolderAndHome() throws {
+        let configuration = try loader(["MINIAPP_CACHE_DIR": "./a/../b//c/."]).load()
+        #expect(configuration.cacheDirectory == home.path + "/b/c")
+        #expect(try loader().load(ConfigurationOverrides(cacheDirectory: "~/x/./y/")).cacheDirectory == home.path + "/x/y")
+        #expect(try loader().load(ConfigurationOverrides(cacheDirectory: "/../../z/..//w")).cacheDirectory == "/w")
+        let config = try writeConfig(#"{"projectId": "relative"}"#, at: home.path + "/conf/m.json")
+        #expect(try loader(["MINIAPP_CONFIG": "conf/../conf/m.json"]).load().projectId == "relative")
+        #expect(loader(["MINIAPP_CONFIG": "conf/m.json"]).configFile?.path == config)
+    }
+
+    @Test func aConfigFileThatCannotBeReadIsRefused() throws {
+        let folder = home.path + "/folder.json"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        #expect(throws: ConfigurationError.unreadableFile(path: folder, reason: "it cannot be read")) {
+            try loader(["MINIAPP_CONFIG": folder]).load()
+        }
+    }
+
     @Test func configNamedByVariableMustExist() throws {
         #expect(throws: ConfigurationError.unreadableFile(path: "/nonexistent/miniapp.json", reason: "it does not exist")) {
             try loader(["MINIAPP_CONFIG": "/nonexistent/miniapp.json"]).load()

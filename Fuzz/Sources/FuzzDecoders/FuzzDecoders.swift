@@ -1,8 +1,9 @@
 import Foundation
 import FuzzSupport
-import MiniAppKit
+@testable import MiniAppKit
 
-/// The manifest and platform answer decoders on arbitrary bytes: decode or refuse, never crash.
+/// The manifest, platform answer and cache file decoders on arbitrary bytes: decode or refuse, never
+/// crash; and the cache's own JSON reader accepts only what Foundation's decoder reads the same way.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDecoders(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Data(bytes: data, count: size)
@@ -18,6 +19,11 @@ public func fuzzDecoders(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     _ = try? PermissionInterchange.parse(bytes)
     _ = RecordCoding.parse(String(decoding: bytes, as: UTF8.self))
     _ = BundleFileList(decoding: bytes)
+    let array = Array(bytes)
+    if let value = JSONReader.value(array) {
+        precondition((try? decoder.decode(JSONValue.self, from: bytes)) == value, "JSONReader disagrees with JSONDecoder")
+    }
+    _ = InstallRecord(json: array)
     return 0
 }
 

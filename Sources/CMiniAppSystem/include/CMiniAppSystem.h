@@ -1,7 +1,16 @@
 #ifndef CMINIAPP_SYSTEM_H
 #define CMINIAPP_SYSTEM_H
 
-/* Linux calls that glibc declares only under _GNU_SOURCE. */
+/* Linux calls that glibc declares only under _GNU_SOURCE, and globals that Swift 6 cannot read safely. */
 int CMiniAppSystem_syncfs(int descriptor);
+
+/* The process environment (`environ`), a null-terminated array of "NAME=value" strings. */
+char *const *CMiniAppSystem_environment(void);
+
+/* The processors this process may run on (its affinity mask), at least 1. */
+int CMiniAppSystem_processorCount(void);
+
+/* Names the calling thread (cut to 15 bytes), as tools such as perf and top show it. */
+void CMiniAppSystem_nameThisThread(const char *name);
 
 #endif

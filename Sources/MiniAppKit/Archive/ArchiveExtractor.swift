@@ -30,7 +30,7 @@ public struct ArchiveExtractor: Sendable {
 
     /// An extractor with the given limits, using up to `maxThreads` threads (by default one per core,
     /// at most four).
-    public init(limits: ExtractionLimits = ExtractionLimits(), maxThreads: Int = min(ProcessInfo.processInfo.activeProcessorCount, 4)) {
+    public init(limits: ExtractionLimits = ExtractionLimits(), maxThreads: Int = min(ProcessEnvironment.processorCount, 4)) {
         self.limits = limits
         self.maxThreads = max(maxThreads, 1)
     }
@@ -235,17 +235,7 @@ private final class ExtractionJob: @unchecked Sendable {
 
     /// Extracts every file on `threads` threads, the calling one included, and returns when all ended.
     func run(threads: Int) {
-        let done = DispatchSemaphore(value: 0)
-        for number in 1..<max(threads, 1) {
-            let thread = Thread { [self] in
-                work()
-                done.signal()
-            }
-            thread.name = "miniapp.unzip.\(number)"
-            thread.start()
-        }
-        work()
-        for _ in 1..<max(threads, 1) { done.wait() }
+        WorkerThreads.run(threads, name: "miniapp.unzip") { _ in self.work() }
     }
 
     private func fail(_ index: Int, _ error: ArchiveError) {

@@ -87,17 +87,59 @@ public struct BundleFileList: Sendable, Equatable {
     }
 
     /// The list in `data`, or `nil` when it is not a well-formed list.
-    public init?(decoding data: Data) {
-        guard let list = data.withUnsafeBytes({ Self.parse($0.bindMemory(to: UInt8.self)) }) else { return nil }
-        self = list
+    public init?<Bytes: ContiguousBytes>(decoding data: Bytes) {
+        guard let index = FileListIndex(data.withUnsafeBytes { Array($0) }) else { return nil }
+        self.init(index)
     }
 
-    /// One pass over the bytes: fields are cut at spaces in place, only paths and digests become strings.
-    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> BundleFileList? {
+    /// The list `index` located, with every path and digest made a string.
+    init(_ index: FileListIndex) {
+        self.init(files: index.files.map(index.file), directories: index.directories.map(index.directory))
+    }
+}
+
+/// A file list as read, each entry's fields located in the bytes rather than copied out: the quick
+/// check walks it with no string made per entry (a thousand strings cost more than the status calls
+/// they name).
+struct FileListIndex: Sendable {
+    /// Where one entry's fields are in ``bytes``; a folder has an empty digest.
+    struct Entry: Sendable {
+        var path: Range<Int>
+        var size: Int64
+        var changedAt: FileTimestamp
+        var digest: Range<Int>
+    }
+
+    /// The list's bytes with every line end, and one more byte at the end, made a NUL, so that each
+    /// path (the last field of its line) is a C string in place.
+    let bytes: [UInt8]
+    private(set) var directories: [Entry] = []
+    private(set) var files: [Entry] = []
+
+    /// The list in `bytes`, or `nil` when it is not a well-formed list.
+    init?(_ bytes: [UInt8]) {
+        var terminated = bytes
+        terminated.append(0)
+        for index in bytes.indices {
+            switch bytes[index] {
+            case 0: return nil
+            case UInt8(ascii: "\n"): terminated[index] = 0
+            default: continue
+            }
+        }
+        self.bytes = terminated
+        guard let (directories, files) = terminated.withUnsafeBufferPointer({ Self.parse(UnsafeBufferPointer(rebasing: $0.dropLast())) }) else { return nil }
+        self.directories = directories
+        self.files = files
+    }
+
+    /// One pass over the bytes: fields are cut at spaces in place.
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> (directories: [Entry], files: [Entry])? {
         var cursor = LineCursor(bytes: bytes)
-        guard let first = cursor.nextLine(), String(decoding: bytes[first], as: UTF8.self) == header else { return nil }
-        var list = BundleFileList(files: [], directories: [])
-        list.files.reserveCapacity(bytes.count / 110)
+        guard let first = cursor.nextLine(), bytes[first].elementsEqual(BundleFileList.header.utf8) else { return nil }
+        var directories: [Entry] = []
+        var files: [Entry] = []
+        files.reserveCapacity(bytes.count / 110)
         while let line = cursor.nextLine() {
             if line.isEmpty { continue }
             var fields = FieldCursor(bytes: bytes, range: line)
@@ -106,26 +148,37 @@ public struct BundleFileList: Sendable, Equatable {
                 guard let seconds = fields.number(), let nanoseconds = fields.number() else { return nil }
                 let path = fields.rest()
                 guard !path.isEmpty else { return nil }
-                list.directories.append(BundleDirectory(path: String(decoding: bytes[path], as: UTF8.self), changedAt: FileTimestamp(seconds: seconds, nanoseconds: nanoseconds)))
+                directories.append(Entry(path: path, size: 0, changedAt: FileTimestamp(seconds: seconds, nanoseconds: nanoseconds), digest: path.lowerBound..<path.lowerBound))
             case .some(let kind) where kind.count == 1 && bytes[kind.lowerBound] == UInt8(ascii: "f"):
                 guard let size = fields.number(), let seconds = fields.number(), let nanoseconds = fields.number(),
                       let digest = fields.next(), digest.count == 64 else { return nil }
                 let path = fields.rest()
                 guard !path.isEmpty else { return nil }
-                list.files.append(BundleFile(
-                    path: String(decoding: bytes[path], as: UTF8.self), size: size,
-                    sha256: String(decoding: bytes[digest], as: UTF8.self),
-                    changedAt: FileTimestamp(seconds: seconds, nanoseconds: nanoseconds)
-                ))
+                files.append(Entry(path: path, size: size, changedAt: FileTimestamp(seconds: seconds, nanoseconds: nanoseconds), digest: digest))
             default:
                 return nil
             }
         }
-        return list
+        return (directories, files)
+    }
+
+    /// The path of `entry`.
+    func path(_ entry: Entry) -> String {
+        String(decoding: bytes[entry.path], as: UTF8.self)
+    }
+
+    /// The file record of `entry`.
+    func file(_ entry: Entry) -> BundleFile {
+        BundleFile(path: path(entry), size: entry.size, sha256: String(decoding: bytes[entry.digest], as: UTF8.self), changedAt: entry.changedAt)
+    }
+
+    /// The folder record of `entry`.
+    func directory(_ entry: Entry) -> BundleDirectory {
+        BundleDirectory(path: path(entry), changedAt: entry.changedAt)
     }
 }
 
-/// Lines of a byte buffer, without their newline.
+/// Lines of a byte buffer whose line ends were made NULs, without their end.
 private struct LineCursor {
     let bytes: UnsafeBufferPointer<UInt8>
     var position = 0
@@ -133,7 +186,7 @@ private struct LineCursor {
     mutating func nextLine() -> Range<Int>? {
         guard position < bytes.count else { return nil }
         let start = position
-        while position < bytes.count, bytes[position] != UInt8(ascii: "\n") { position += 1 }
+        while position < bytes.count, bytes[position] != 0 { position += 1 }
         defer { position += 1 }
         return start..<position
     }

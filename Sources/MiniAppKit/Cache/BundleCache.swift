@@ -75,8 +75,7 @@ public struct BundleCache: Sendable {
     public func record(appId: String, versionId: String) -> InstallRecord? {
         guard Identifier.isValid(appId), Identifier.isValid(versionId) else { return nil }
         let path = versionDirectory(appId: appId, versionId: versionId) + "/record.json"
-        guard let data = FileManager.default.contents(atPath: path),
-              var record = try? RecordCoding.decoder().decode(InstallRecord.self, from: data),
+        guard let bytes = FileReading.contents(path), var record = InstallRecord(json: bytes),
               record.id == appId, record.versionId == versionId else { return nil }
         record.path = versionDirectory(appId: appId, versionId: versionId) + "/bundle"
         record.source = .cache
@@ -143,12 +142,11 @@ public struct BundleCache: Sendable {
     /// whose size or change time moved; the thorough one hashes every file.
     public func check(_ record: InstallRecord, thorough: Bool = false) -> IntegrityReport {
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
-        guard let data = FileManager.default.contents(atPath: directory + "/files.list"),
-              let list = BundleFileList(decoding: data) else {
+        guard let bytes = FileReading.contents(directory + "/files.list"), let list = FileListIndex(bytes) else {
             return IntegrityReport(problems: ["the install-time file list is missing or unreadable"])
         }
         let inspector = BundleInspector(root: directory + "/bundle")
-        return thorough ? inspector.thoroughCheck(list.files) : inspector.quickCheck(list)
+        return thorough ? inspector.thoroughCheck(BundleFileList(list).files) : inspector.quickCheck(list)
     }
 
     /// The manifest.json of a cached version, localised for `language`: the metadata in force for it.

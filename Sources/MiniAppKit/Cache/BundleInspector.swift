@@ -31,7 +31,7 @@ struct BundleInspector {
     /// The quick check: every folder's and file's status against the list, hashing only files whose
     /// change time moved, and reading only folders whose change time moved (an entry was added,
     /// removed or renamed there). Big lists take their status calls on two threads.
-    func quickCheck(_ list: BundleFileList) -> IntegrityReport {
+    func quickCheck(_ list: FileListIndex) -> IntegrityReport {
         let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard rootDescriptor >= 0 else { return IntegrityReport(problems: ["missing: the bundle folder"]) }
         defer { close(rootDescriptor) }
@@ -40,19 +40,19 @@ struct BundleInspector {
         var moved: [String] = []
         var toHash: [(BundleFile, String)] = []
         for (index, directory) in list.directories.enumerated() where verdicts[index] != .same {
-            moved.append(directory.path)
+            moved.append(list.path(directory))
         }
         for (index, file) in list.files.enumerated() {
             switch verdicts[list.directories.count + index] {
             case .same: break
-            case .missing: problems.append("missing: \(file.path)")
-            case .resized: problems.append("changed: \(file.path)")
-            case .touched: toHash.append((file, root + "/" + file.path))
+            case .missing: problems.append("missing: \(list.path(file))")
+            case .resized: problems.append("changed: \(list.path(file))")
+            case .touched: toHash.append((list.file(file), root + "/" + list.path(file)))
             }
         }
         if !moved.isEmpty {
-            var known = Set(list.files.map(\.path))
-            known.formUnion(list.directories.map(\.path))
+            var known = Set(list.files.map(list.path))
+            known.formUnion(list.directories.map(list.path))
             for directory in moved {
                 let relative = directory == "." ? "" : directory
                 let descriptor = openat(rootDescriptor, directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -77,34 +77,39 @@ struct BundleInspector {
     static let parallelMinimumEntries = 256
 
     /// Each folder's, then each file's status compared with the list.
-    private static func verdicts(_ list: BundleFileList, in rootDescriptor: Int32) -> [Verdict] {
+    private static func verdicts(_ list: FileListIndex, in rootDescriptor: Int32) -> [Verdict] {
         let (directories, files) = (list.directories, list.files)
         let count = directories.count + files.count
         var verdicts = [Verdict](repeating: .same, count: count)
-        let parts = count >= parallelMinimumEntries && ProcessInfo.processInfo.activeProcessorCount > 1 ? 2 : 1
-        verdicts.withUnsafeMutableBufferPointer { output in
-            let output = SendableBuffer(output)
-            DispatchQueue.concurrentPerform(iterations: parts) { part in
-                var info = stat()
-                for index in stride(from: part, to: count, by: parts) {
-                    if index < directories.count {
-                        let directory = directories[index]
-                        guard fstatat(rootDescriptor, directory.path, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+        let parts = count >= parallelMinimumEntries && ProcessEnvironment.processorCount > 1 ? 2 : 1
+        list.bytes.withUnsafeBufferPointer { bytes in
+            let paths = SendablePointer(bytes.baseAddress!)
+            verdicts.withUnsafeMutableBufferPointer { output in
+                let output = SendableBuffer(output)
+                WorkerThreads.run(parts, name: "miniapp.check") { part in
+                    var info = stat()
+                    for index in stride(from: part, to: count, by: parts) {
+                        if index < directories.count {
+                            let directory = directories[index]
+                            guard fstatat(rootDescriptor, paths.cString(at: directory.path.lowerBound), &info, AT_SYMLINK_NOFOLLOW) == 0,
+                                  (info.st_mode & S_IFMT) == S_IFDIR else {
+                                output.buffer[index] = .missing
+                                continue
+                            }
+                            if !directory.changedAt.matches(info.st_ctim) { output.buffer[index] = .touched }
+                            continue
+                        }
+                        let file = files[index - directories.count]
+                        guard fstatat(rootDescriptor, paths.cString(at: file.path.lowerBound), &info, AT_SYMLINK_NOFOLLOW) == 0,
+                              (info.st_mode & S_IFMT) == S_IFREG else {
                             output.buffer[index] = .missing
                             continue
                         }
-                        if !directory.changedAt.matches(info.st_ctim) { output.buffer[index] = .touched }
-                        continue
-                    }
-                    let file = files[index - directories.count]
-                    guard fstatat(rootDescriptor, file.path, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-                        output.buffer[index] = .missing
-                        continue
-                    }
-                    if Int64(info.st_size) != file.size {
-                        output.buffer[index] = .resized
-                    } else if !file.changedAt.matches(info.st_ctim) {
-                        output.buffer[index] = .touched
+                        if Int64(info.st_size) != file.size {
+                            output.buffer[index] = .resized
+                        } else if !file.changedAt.matches(info.st_ctim) {
+                            output.buffer[index] = .touched
+                        }
                     }
                 }
             }
@@ -159,8 +164,8 @@ struct BundleInspector {
     static func hashMismatches(_ files: [(BundleFile, String)]) -> [String] {
         guard !files.isEmpty else { return [] }
         let queue = WorkQueue(count: files.count)
-        let workers = min(max(ProcessInfo.processInfo.activeProcessorCount, 1), files.count)
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+        let workers = min(max(ProcessEnvironment.processorCount, 1), files.count)
+        WorkerThreads.run(workers, name: "miniapp.hash") { _ in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
             defer { buffer.deallocate() }
             while let index = queue.take() {
@@ -239,5 +244,19 @@ struct SendableBuffer<Element>: @unchecked Sendable {
 
     init(_ buffer: UnsafeMutableBufferPointer<Element>) {
         self.buffer = buffer
+    }
+}
+
+/// NUL-terminated strings in place in a buffer that outlives the threads reading it.
+struct SendablePointer: @unchecked Sendable {
+    let base: UnsafePointer<UInt8>
+
+    init(_ base: UnsafePointer<UInt8>) {
+        self.base = base
+    }
+
+    /// The C string starting at `offset`.
+    func cString(at offset: Int) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(base + offset).assumingMemoryBound(to: CChar.self)
     }
 }

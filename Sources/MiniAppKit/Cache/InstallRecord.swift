@@ -97,6 +97,39 @@ public struct InstallRecord: Sendable, Equatable, Codable {
     }
 }
 
+extension InstallRecord {
+    /// The record in `bytes` (a `record.json`), read without `Codable` (see ``JSONReader``) but to the
+    /// same rules as its `Decodable` conformance; `nil` when it is not a record.
+    init?(json bytes: [UInt8]) {
+        guard case .object(let fields)? = JSONReader.value(bytes) else { return nil }
+        func required(_ key: String) -> String? {
+            if case .string(let text)? = fields[key] { return text }
+            return nil
+        }
+        func optional(_ key: String) -> String?? {
+            switch fields[key] {
+            case nil, .null?: return .some(nil)
+            case .string(let text)?: return .some(text)
+            default: return nil
+            }
+        }
+        guard let id = required("id"), let versionId = required("versionId"), let path = required("path"),
+              let source = required("source").flatMap(InstallSource.init(rawValue:)),
+              let signature = required("signature").flatMap(SignatureStatus.init(rawValue:)),
+              let sha256 = required("sha256"), let platform = required("platform"),
+              let installedAt = required("installedAt").flatMap(RecordCoding.parse),
+              let lastUsedAt = required("lastUsedAt").flatMap(RecordCoding.parse),
+              case .number(let size)? = fields["sizeBytes"], let sizeBytes = Int64(exactly: size),
+              let versionTag = optional("versionTag"), let signatureDetail = optional("signatureDetail"),
+              let keyId = optional("keyId"), let projectId = optional("projectId") else { return nil }
+        self.init(
+            id: id, versionId: versionId, versionTag: versionTag, path: path, source: source, signature: signature,
+            signatureDetail: signatureDetail, keyId: keyId, sha256: sha256, sizeBytes: sizeBytes,
+            installedAt: installedAt, lastUsedAt: lastUsedAt, platform: platform, projectId: projectId
+        )
+    }
+}
+
 /// JSON coding for records: ISO-8601 UTC dates with milliseconds (`2026-11-22T09:58:06.237Z`), sorted keys.
 ///
 /// Dates are formatted and parsed by hand: the ICU-backed formatters cost milliseconds to set up, which

@@ -38,8 +38,8 @@ public struct ConfigurationLoader: Sendable {
 
     /// A loader reading the given environment.
     public init(
-        environment: [String: String] = ProcessInfo.processInfo.environment,
-        currentDirectory: String = FileManager.default.currentDirectoryPath
+        environment: [String: String] = ProcessEnvironment.variables(),
+        currentDirectory: String = ProcessEnvironment.currentDirectory()
     ) {
         self.environment = environment
         self.currentDirectory = currentDirectory
@@ -125,12 +125,20 @@ public struct ConfigurationLoader: Sendable {
         return home + "/.cache/miniapp"
     }
 
+    /// `path` made absolute against the current folder (`~/` against the home folder), with `.`, `..`
+    /// and repeated slashes taken out by reading the path alone, as `URL.standardizedFileURL` does.
     private func absolute(_ path: String) -> String {
         let expanded = path.hasPrefix("~/") ? (environment["HOME"] ?? NSHomeDirectory()) + path.dropFirst(1) : path
-        let url = expanded.hasPrefix("/")
-            ? URL(fileURLWithPath: expanded)
-            : URL(fileURLWithPath: expanded, relativeTo: URL(fileURLWithPath: currentDirectory, isDirectory: true))
-        return url.standardizedFileURL.path
+        let full = expanded.hasPrefix("/") ? expanded : currentDirectory + "/" + expanded
+        var components: [Substring] = []
+        for component in full.split(separator: "/") {
+            switch component {
+            case ".": continue
+            case "..": _ = components.popLast()
+            default: components.append(component)
+            }
+        }
+        return "/" + components.joined(separator: "/")
     }
 
     private func parsePlatform(_ value: String, source: String) throws(ConfigurationError) -> PlatformLocation {
@@ -160,12 +168,11 @@ public struct ConfigurationLoader: Sendable {
     private func readConfigFile() throws(ConfigurationError) -> [String: JSONValue] {
         guard let (path, required) = configFile else { return [:] }
         let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            let exists = FileManager.default.fileExists(atPath: path)
-            if !required, !exists { return [:] }
-            throw .unreadableFile(path: path, reason: exists ? "it cannot be read" : "it does not exist")
+        switch FileReading.read(path) {
+        case .contents(let bytes): data = Data(bytes)
+        case .missing where !required: return [:]
+        case .missing: throw .unreadableFile(path: path, reason: "it does not exist")
+        case .unreadable: throw .unreadableFile(path: path, reason: "it cannot be read")
         }
         guard case .object(let dictionary)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
             throw .unreadableFile(path: path, reason: "it is not a JSON object")

@@ -24,10 +24,12 @@ final class BundleDownloader: Sendable {
         self.network = network
         self.maxBytes = maxBytes
         self.logger = logger
-        self.connections = LazyHTTPClient(configuration: HTTPClient.Configuration(
-            redirectConfiguration: .follow(max: 5, allowCycles: false),
-            timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
-        ))
+        self.connections = LazyHTTPClient {
+            HTTPClient.Configuration(
+                redirectConfiguration: .follow(max: 5, allowCycles: false),
+                timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
+            )
+        }
     }
 
     func shutdown() async {

@@ -33,10 +33,12 @@ public final class PlatformClient: PlatformAPI {
         self.preview = preview
         self.network = network
         self.logger = logger
-        self.connections = LazyHTTPClient(configuration: HTTPClient.Configuration(
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
-        ))
+        self.connections = LazyHTTPClient {
+            HTTPClient.Configuration(
+                redirectConfiguration: .disallow,
+                timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
+            )
+        }
     }
 
     /// A client for the remote platform that `configuration` names.
@@ -203,35 +205,38 @@ public final class PlatformClient: PlatformAPI {
     }
 }
 
-/// An `HTTPClient` made on first use and shut down only if it was made.
+/// An `HTTPClient` made on first use and shut down only if it was made. Its configuration is made on
+/// first use too (AsyncHTTPClient's takes 0.1 ms to build), so a command answered from the cache pays
+/// nothing for the network.
 ///
 /// Its ``execute(_:deadline:)`` fails at once when a host refuses connections: AsyncHTTPClient itself
 /// keeps retrying a refused connection until the connect timeout (swift-server/async-http-client#743),
 /// so the first request to a host, and the next one after a failure, race a plain TCP connect.
 final class LazyHTTPClient: Sendable {
-    private let configuration: HTTPClient.Configuration
-    private let box = NIOLockedValueBox<HTTPClient?>(nil)
+    private let makeConfiguration: @Sendable () -> HTTPClient.Configuration
+    private let box = NIOLockedValueBox<(client: HTTPClient, configuration: HTTPClient.Configuration)?>(nil)
     /// Hosts (`host:port`) that answered in this process, so later requests skip the probe.
     private static let reached = NIOLockedValueBox<Set<String>>([])
 
-    init(configuration: HTTPClient.Configuration) {
-        self.configuration = configuration
+    init(configuration: @escaping @Sendable () -> HTTPClient.Configuration) {
+        self.makeConfiguration = configuration
     }
 
-    /// The client, made now if it does not exist yet.
-    var client: HTTPClient {
-        box.withLockedValue { client in
-            if let client { return client }
-            let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            client = made
-            return made
+    /// The client and its configuration, made now if they do not exist yet.
+    private var made: (client: HTTPClient, configuration: HTTPClient.Configuration) {
+        box.withLockedValue { made in
+            if let made { return made }
+            let configuration = makeConfiguration()
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            made = (client, configuration)
+            return (client, configuration)
         }
     }
 
     /// Sends `request`; throws ``ConnectionFailure`` as soon as its host refuses connections, cannot be
     /// resolved or cannot be routed to.
     func execute(_ request: HTTPClientRequest, deadline: NIODeadline) async throws -> HTTPClientResponse {
-        let client = self.client
+        let (client, configuration) = made
         guard let target = URL(string: request.url).flatMap(ProbeTarget.init), !Self.reached.withLockedValue({ $0.contains(target.key) }) else {
             return try await client.execute(request, deadline: deadline, logger: nil)
         }
@@ -261,11 +266,11 @@ final class LazyHTTPClient: Sendable {
 
     /// Shuts the client down, if it was made.
     func shutdown() async throws {
-        let made = box.withLockedValue { client in
-            defer { client = nil }
-            return client
+        let made = box.withLockedValue { made in
+            defer { made = nil }
+            return made
         }
-        try await made?.shutdown()
+        try await made?.client.shutdown()
     }
 }
 

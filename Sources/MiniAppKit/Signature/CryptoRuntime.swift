@@ -13,7 +13,7 @@ public enum CryptoRuntime {
     public static func warmUp() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
         OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil)
-        Thread.detachNewThread {
+        WorkerThreads.detach(name: "miniapp.openssl") {
             let context = EVP_MD_CTX_new()
             if EVP_DigestInit_ex(context, EVP_sha256(), nil) != 1 { ERR_clear_error() }
             EVP_MD_CTX_free(context)

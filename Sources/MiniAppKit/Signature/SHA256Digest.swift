@@ -36,11 +36,14 @@ public final class SHA256Digest {
         return output
     }
 
-    /// The SHA-256 of `bytes`.
+    /// The SHA-256 of `bytes`, for short inputs: it never waits for OpenSSL's start-up.
     public static func hash<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> [UInt8] {
-        let digest = SHA256Digest()
-        digest.update(bytes)
-        return digest.finalize()
+        var output = [UInt8](repeating: 0, count: 32)
+        let done = Array(bytes).withUnsafeBytes { input in
+            CMiniAppOpenSSL_sha256(input.baseAddress, input.count, &output)
+        }
+        guard done == 1 else { fatalError("OpenSSL cannot compute a SHA-256: \(OpenSSLError.drain())") }
+        return output
     }
 }
 

@@ -1,0 +1,109 @@
+import Foundation
+import MiniAppTestSupport
+import Synchronization
+import Testing
+
+@testable import MiniAppKit
+
+struct JSONReaderTests {
+    /// Documents on both sides of the grammar; the reader must agree with Foundation's decoder on each.
+    static let documents: [String] = [
+        #"{"a": 1, "b": [true, false, null], "c": {"d": "e"}}"#, "  [ ]  ", "{}", "0", "-0.5e-3", "1E+2", "\"text\"",
+        #""\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00""#, #"{"k": "a", "k": "b"}"#, "123456789012345", "[1,[2,[3]]]",
+        "", " ", "{", "}", "{'a':1}", "01", "1.", ".5", "-", "+1", "1e", "NaN", "Infinity",
+        "tru", "nul", "[1 2]", "{\"a\" 1}", "{1: 2}", "\"unterminated", "\"bad \\x escape\"", #""\ud800""#,
+        #""\udc00\ud800""#, "\"raw\ttab\"", "[1] x", "\"\u{7F}\"", "1e400",
+    ]
+
+    @Test(arguments: documents)
+    func agreesWithFoundation(_ text: String) {
+        let foundation = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        #expect(JSONReader.value(Array(text.utf8)) == foundation)
+    }
+
+    @Test func refusesTrailingCommasThatFoundationLetsThrough() {
+        #expect(JSONReader.value(Array("[1,]".utf8)) == nil)
+        #expect(JSONReader.value(Array(#"{"a":1,}"#.utf8)) == nil)
+    }
+
+    @Test func refusesInvalidUTF8AndDeepNesting() {
+        #expect(JSONReader.value([0x22, 0xC3, 0x28, 0x22]) == nil)
+        #expect(JSONReader.value(Array((String(repeating: "[", count: 65) + String(repeating: "]", count: 65)).utf8)) == nil)
+        #expect(JSONReader.value(Array((String(repeating: "[", count: 64) + String(repeating: "]", count: 64)).utf8)) != nil)
+        #expect(JSONReader.value(Array(String(repeating: "[", count: 100_000).utf8)) == nil)
+    }
+
+    @Test func readsRecordsAsTheirDecoderDoes() throws {
+        let installed = Date(timeIntervalSince1970: 1_795_349_861.237)
+        let records = [
+            InstallRecord(id: "app", versionId: "v1", versionTag: "1.0", path: "/c/b", source: .network, signature: .verified,
+                          keyId: "k", sha256: String(repeating: "a", count: 64), sizeBytes: 34_058_255, installedAt: installed,
+                          lastUsedAt: installed.addingTimeInterval(5), platform: "http://p.example/", projectId: "p"),
+            InstallRecord(id: "app", versionId: "v2", versionTag: nil, path: "/c/b", source: .bundle, signature: .failed,
+                          signatureDetail: "the signature does not match \"these\" bytes", sha256: "", sizeBytes: 0,
+                          installedAt: installed, lastUsedAt: installed, platform: "local", projectId: nil),
+        ]
+        for record in records {
+            let data = try RecordCoding.encoder(pretty: true).encode(record)
+            #expect(InstallRecord(json: Array(data)) == record)
+            #expect(try RecordCoding.decoder().decode(InstallRecord.self, from: data) == record)
+        }
+        let good = #"{"id":"a","versionId":"v","path":"/p","source":"cache","signature":"verified","sha256":"x","sizeBytes":1,"installedAt":"2026-11-22T09:58:06Z","lastUsedAt":"2026-11-22T09:58:06.5Z","platform":"local"}"#
+        #expect(InstallRecord(json: Array(good.utf8))?.versionTag == nil)
+        for broken in [
+            good.replacingOccurrences(of: #""sizeBytes":1"#, with: #""sizeBytes":1.5"#),
+            good.replacingOccurrences(of: #""source":"cache""#, with: #""source":"elsewhere""#),
+            good.replacingOccurrences(of: #""installedAt":"2026-11-22T09:58:06Z""#, with: #""installedAt":"yesterday""#),
+            good.replacingOccurrences(of: #""id":"a","#, with: ""),
+            good.replacingOccurrences(of: #""platform":"local""#, with: #""platform":"local","keyId":7"#),
+            "[]",
+        ] {
+            #expect(InstallRecord(json: Array(broken.utf8)) == nil)
+            #expect((try? RecordCoding.decoder().decode(InstallRecord.self, from: Data(broken.utf8))) == nil)
+        }
+    }
+}
+
+struct SystemSupportTests {
+    @Test func filesAreReadWhole() throws {
+        let folder = try TemporaryDirectory.make().path
+        let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try Data(bytes).write(to: URL(fileURLWithPath: folder + "/big"))
+        #expect(FileReading.contents(folder + "/big") == bytes)
+        try Data().write(to: URL(fileURLWithPath: folder + "/empty"))
+        #expect(FileReading.contents(folder + "/empty") == [])
+        guard case .missing = FileReading.read(folder + "/nothing") else { Issue.record("a missing file is not .missing"); return }
+        guard case .missing = FileReading.read(folder + "/big/below") else { Issue.record("a path through a file is not .missing"); return }
+        guard case .unreadable(EISDIR) = FileReading.read(folder) else { Issue.record("a folder is not .unreadable"); return }
+    }
+
+    @Test func workerThreadsRunEveryPartOnceAndConcurrently() {
+        let runs = Mutex<[Int]>([])
+        let started = Atomic<Int>(0)
+        WorkerThreads.run(3, name: "miniapp.test") { part in
+            started.add(1, ordering: .relaxed)
+            // Every part waits until all have started: this returns only if they run at the same time.
+            while started.load(ordering: .relaxed) < 3 { sched_yield() }
+            runs.withLock { $0.append(part) }
+        }
+        #expect(runs.withLock { $0.sorted() } == [0, 1, 2])
+        let single = Mutex<[Int]>([])
+        WorkerThreads.run(0, name: "miniapp.test") { part in single.withLock { $0.append(part) } }
+        #expect(single.withLock { $0 } == [0])
+    }
+
+    @Test func theEnvironmentIsReadAsFoundationReadsIt() {
+        let wanted = ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("MINIAPP_") || $0.key.hasPrefix("XDG_") || $0.key == "HOME" }
+        #expect(ProcessEnvironment.variables() == wanted)
+        #expect(ProcessEnvironment.currentDirectory() == FileManager.default.currentDirectoryPath)
+        #expect(ProcessEnvironment.processorCount == ProcessInfo.processInfo.activeProcessorCount)
+    }
+
+    @Test func theOneShotHashIsTheStreamingHash() {
+        #expect(SHA256Digest.hash(Array("abc".utf8)).hexString == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0) }
+        let streaming = SHA256Digest()
+        streaming.update(bytes)
+        #expect(SHA256Digest.hash(bytes) == streaming.finalize())
+    }
+}
