@@ -68,7 +68,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MiniAppKitTests",
-            dependencies: ["MiniAppKit", "MiniAppTestSupport"]
+            dependencies: ["MiniAppKit", "MiniAppTestSupport", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(
             name: "miniappTests",

@@ -38,11 +38,23 @@ final class BundleDownloader: Sendable {
 
     /// Downloads `url` into a new file at `path`, with no authentication headers.
     func download(_ url: URL, to path: String, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> DownloadedFile {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw Self.ioError(path) }
-        defer { close(descriptor) }
-        var sink = DownloadSink(descriptor: descriptor, path: path)
-        if url.isFileURL { return try copy(url, into: &sink, progress: progress) }
+        let sink = try DownloadSink(path: path)
+        do {
+            if url.isFileURL {
+                try await copy(url, into: sink, progress: progress)
+            } else {
+                try await transfer(url, into: sink, progress: progress)
+            }
+        } catch {
+            await sink.close()
+            throw error
+        }
+        return try await sink.finish()
+    }
+
+    /// Fetches `url` into `sink`, retrying and resuming as the policy allows; returns once the sink
+    /// has every byte.
+    private func transfer(_ url: URL, into sink: DownloadSink, progress: (@Sendable (DownloadProgress) -> Void)?) async throws {
         let policy = network.retry
         let clock = ContinuousClock()
         let deadline = clock.now + policy.totalBudget
@@ -71,23 +83,23 @@ final class BundleDownloader: Sendable {
                 switch status {
                 case 206 where resuming:
                     guard let range = Self.contentRange(response.headers), range.start == sink.received else {
-                        try sink.restart()
+                        sink.restart()
                         validator = nil
                         failure = .unreachable(url: text, reason: "the server resumed at the wrong offset", attempts: attempt)
                         break
                     }
                     total = range.total
-                    guard let early = try await receive(response, into: &sink, total: total, url: text, attempt: attempt, progress: progress) else {
-                        return DownloadedFile(sha256: sink.digest.finalize(), size: sink.received)
+                    guard let early = try await receive(response, into: sink, total: total, url: text, attempt: attempt, progress: progress) else {
+                        return
                     }
                     failure = early
                 case 200..<300:
-                    if sink.received > 0 { try sink.restart() }
+                    if sink.received > 0 { sink.restart() }
                     total = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
                     if let total, total > maxBytes { throw DownloadError.tooLarge(url: text, limitBytes: maxBytes) }
                     validator = Self.validator(response.headers)
-                    guard let early = try await receive(response, into: &sink, total: total, url: text, attempt: attempt, progress: progress) else {
-                        return DownloadedFile(sha256: sink.digest.finalize(), size: sink.received)
+                    guard let early = try await receive(response, into: sink, total: total, url: text, attempt: attempt, progress: progress) else {
+                        return
                     }
                     failure = early
                 case 404, 410:
@@ -100,7 +112,7 @@ final class BundleDownloader: Sendable {
                     }
                 case 408, 416, 500..<600:
                     if status == 416 {
-                        try sink.restart()
+                        sink.restart()
                         validator = nil
                     }
                     failure = .httpStatus(url: text, status: status, attempts: attempt)
@@ -132,12 +144,12 @@ final class BundleDownloader: Sendable {
     /// Streams a response body into the sink; returns `nil` when it is complete, or the failure to
     /// retry with when it ended early.
     private func receive(
-        _ response: HTTPClientResponse, into sink: inout DownloadSink, total: Int64?, url: String, attempt: Int,
+        _ response: HTTPClientResponse, into sink: DownloadSink, total: Int64?, url: String, attempt: Int,
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) async throws -> DownloadError? {
         do {
             for try await chunk in response.body {
-                try sink.append(chunk)
+                try await sink.append(chunk)
                 if let total, sink.received > total {
                     throw DownloadError.lengthMismatch(url: url, expected: total, received: sink.received)
                 }
@@ -158,7 +170,7 @@ final class BundleDownloader: Sendable {
     }
 
     /// Copies a registry's local zip into the sink, hashing it on the way, as a download would.
-    private func copy(_ url: URL, into sink: inout DownloadSink, progress: (@Sendable (DownloadProgress) -> Void)?) throws -> DownloadedFile {
+    private func copy(_ url: URL, into sink: DownloadSink, progress: (@Sendable (DownloadProgress) -> Void)?) async throws {
         let source = open(url.path, O_RDONLY | O_CLOEXEC)
         guard source >= 0 else {
             if errno == ENOENT { throw DownloadError.notFound(url: url.absoluteString) }
@@ -168,18 +180,18 @@ final class BundleDownloader: Sendable {
         var info = stat()
         let total = fstat(source, &info) == 0 ? Int64(info.st_size) : nil
         if let total, total > maxBytes { throw DownloadError.tooLarge(url: url.absoluteString, limitBytes: maxBytes) }
-        var buffer = ByteBufferAllocator().buffer(capacity: 1 << 20)
+        let allocator = ByteBufferAllocator()
         while true {
-            buffer.clear()
+            // A fresh buffer each time: the sink's writer may still hold the last one.
+            var buffer = allocator.buffer(capacity: 1 << 20)
             let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { raw in
                 max(read(source, raw.baseAddress, raw.count), 0)
             }
             if count == 0 { break }
-            try sink.append(buffer)
+            try await sink.append(buffer)
             if sink.received > maxBytes { throw DownloadError.tooLarge(url: url.absoluteString, limitBytes: maxBytes) }
             progress?(DownloadProgress(receivedBytes: sink.received, totalBytes: total))
         }
-        return DownloadedFile(sha256: sink.digest.finalize(), size: sink.received)
     }
 
     /// A strong ETag, else Last-Modified: what `If-Range` may carry.
@@ -198,45 +210,5 @@ final class BundleDownloader: Sendable {
 
     static func ioError(_ path: String, errorNumber: Int32 = errno) -> DownloadError {
         .io(path: path, reason: String(cString: strerror(errorNumber)), diskFull: errorNumber == ENOSPC || errorNumber == EDQUOT)
-    }
-}
-
-/// The file a download writes and the digest of what it holds.
-private struct DownloadSink {
-    let descriptor: Int32
-    let path: String
-    var digest = SHA256Digest()
-    var received: Int64 = 0
-
-    init(descriptor: Int32, path: String) {
-        self.descriptor = descriptor
-        self.path = path
-    }
-
-    mutating func append(_ chunk: ByteBuffer) throws(DownloadError) {
-        var failure: Int32 = 0
-        let offset = received
-        chunk.withUnsafeReadableBytes { bytes in
-            digest.update(bytes)
-            var written = 0
-            while written < bytes.count {
-                let result = pwrite(descriptor, bytes.baseAddress! + written, bytes.count - written, off_t(offset) + off_t(written))
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                written += result
-            }
-        }
-        if failure != 0 { throw BundleDownloader.ioError(path, errorNumber: failure) }
-        received += Int64(chunk.readableBytes)
-    }
-
-    /// Drops what was received, to start over from the first byte.
-    mutating func restart() throws(DownloadError) {
-        guard ftruncate(descriptor, 0) == 0 else { throw BundleDownloader.ioError(path) }
-        digest = SHA256Digest()
-        received = 0
     }
 }
