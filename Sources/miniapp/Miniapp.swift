@@ -42,6 +42,9 @@ struct Miniapp: AsyncParsableCommand {
         } catch {
             exitForFailure(error)
         }
+        // Exit here rather than return: returning from an async main hands the exit to the main queue,
+        // which starts a thread for it (about 0.3 ms of a warm `download`).
+        Foundation.exit(0)
     }
 
     private static func exitForParseError(_ error: any Error) -> Never {
