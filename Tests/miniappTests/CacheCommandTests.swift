@@ -246,4 +246,24 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
         #expect(loaded.status == 0)
         #expect(loaded.stderr.contains("unverified"), "every later use warns")
     }
+
+    @Test func modesAreFixedWhateverTheUmask() async throws {
+        let zip = try TemporaryDirectory.make().appendingPathComponent("app.zip")
+        try Data(try BundleFactory.zip(BundleFactory.helloFiles)).write(to: zip)
+        // umask 077 would make 0600 files and 0700 folders of whatever is created without a chmod.
+        let shell = "umask 077; MINIAPP_CACHE_DIR='\(cache)' exec '\(CommandRunner.executable.path)' install '\(zip.path)' --app-id app-m --version-id v-1 --signature-policy advisory --quiet"
+        #expect(runTool("/bin/sh", ["-c", shell]) == 0)
+        let listed = try await CommandRunner.run(["cache", "list", "--json"], environment: ["MINIAPP_CACHE_DIR": cache])
+        let records = try #require(try listed.json() as? [[String: Any]])
+        let bundle = try #require(records.first?["path"] as? String)
+        let walker = try #require(FileManager.default.enumerator(atPath: bundle))
+        var seen = 0
+        while let relative = walker.nextObject() as? String {
+            let attributes = try FileManager.default.attributesOfItem(atPath: bundle + "/" + relative)
+            let expected = attributes[.type] as? FileAttributeType == .typeDirectory ? 0o755 : 0o644
+            #expect(attributes[.posixPermissions] as? Int == expected, "\(relative)")
+            seen += 1
+        }
+        #expect(seen >= 6)
+    }
 }

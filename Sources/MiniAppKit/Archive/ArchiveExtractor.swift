@@ -43,7 +43,7 @@ public struct ArchiveExtractor: Sendable {
         var info = stat()
         let archiveSize = stat(archivePath, &info) == 0 ? Int64(info.st_size) : 0
         guard mkdir(destination, 0o755) == 0 else { throw Self.ioError(destination) }
-        chmod(destination, 0o755)
+        if !ProcessEnvironment.creates(0o755) { chmod(destination, 0o755) }
 
         let plan = try ExtractionPlan.scan(archivePath, limits: limits)
         try plan.makeDirectories(in: destination)
@@ -174,7 +174,7 @@ private struct ExtractionPlan {
         for directory in directories {
             let target = destination + "/" + directory
             guard mkdir(target, 0o755) == 0 else { throw ArchiveExtractor.ioError(target) }
-            chmod(target, 0o755)
+            if !ProcessEnvironment.creates(0o755) { chmod(target, 0o755) }
         }
     }
 
@@ -285,7 +285,9 @@ private final class ExtractionJob: @unchecked Sendable {
             throw ArchiveExtractor.ioError(target)
         }
         defer { close(descriptor) }
-        fchmod(descriptor, 0o644)
+        // The mode the file was created with, unless the umask took bits from it (skipping this saves
+        // a system call per file).
+        if !ProcessEnvironment.creates(0o644) { fchmod(descriptor, 0o644) }
         let digest = SHA256Digest()
         var size: Int64 = 0
         while true {

@@ -45,3 +45,21 @@ enum ProcessEnvironment {
     @usableFromInline
     static let processorCount = Int(CMiniAppSystem_processorCount())
 }
+
+extension ProcessEnvironment {
+    /// The process's file mode creation mask, from `/proc/self/status` (reading it with `umask()`
+    /// would change it for a moment under other threads); `nil` when it cannot be read.
+    static let fileCreationMask: mode_t? = {
+        guard let status = FileReading.contents("/proc/self/status") else { return nil }
+        for line in String(decoding: status, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Umask:") {
+            return mode_t(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8)
+        }
+        return nil
+    }()
+
+    /// Whether files and folders created with `mode` get exactly that mode, so that no `chmod` is
+    /// needed afterwards.
+    static func creates(_ mode: mode_t) -> Bool {
+        fileCreationMask.map { mode & ~$0 == mode } ?? false
+    }
+}
