@@ -320,6 +320,17 @@ public struct BundleCache: Sendable {
         }
     }
 
+    /// Moves the file at `path` into the trash, claimed as being deleted, and deletes it on `background`.
+    /// A process that ends first leaves it for the next install's sweep.
+    func discard(_ path: String, on background: BackgroundWork) {
+        let claimed = trashDirectory + "/" + UUID().uuidString + ".deleting"
+        guard rename(path, claimed) == 0 else {
+            unlink(path)
+            return
+        }
+        background.run(name: "miniapp.delete") { unlink(claimed) }
+    }
+
     /// Deletes what is in the trash; each entry is claimed with a rename so two processes never
     /// delete the same tree.
     public func emptyTrash() {

@@ -14,6 +14,8 @@ public final class BundleInstaller: Sendable {
     let downloader: BundleDownloader
     let verifier: SignatureVerifier
     let coordinator = InstallCoordinator()
+    /// Deletions still running, which ``shutdown()`` waits for.
+    let background = BackgroundWork()
     let logger: Logger
 
     /// An installer for `configuration`, using `platform` for the network (none when offline).
@@ -31,9 +33,11 @@ public final class BundleInstaller: Sendable {
         )
     }
 
-    /// Closes the download connections.
+    /// Closes the download connections, and waits for the deletions of downloaded zips, which run on
+    /// threads of their own while installs commit.
     public func shutdown() async {
         await downloader.shutdown()
+        await background.wait()
     }
 
     // MARK: download
@@ -190,7 +194,7 @@ public final class BundleInstaller: Sendable {
                 )
                 try enforce(outcome)
                 files = try unpack(zip, into: stage)
-                unlink(zip)
+                cache.discard(zip, on: background)
             } else {
                 guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
                 (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
