@@ -7,12 +7,45 @@ import Synchronization
 enum Console {
     /// Writes `text` and a newline to stdout.
     static func output(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        output(Data((text + "\n").utf8))
     }
 
-    /// Writes `text` and a newline to stderr.
-    static func standardError(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+    /// Writes `data` to stdout. When the reader has gone (`miniapp list | head`), the process ends by
+    /// SIGPIPE, as a stock tool's would; any other failure (a full disk under `> file`) is one `error:`
+    /// line and exit code 74.
+    static func output(_ data: Data) {
+        let failure = write(data, to: STDOUT_FILENO)
+        guard failure != 0 else { return }
+        if failure == EPIPE {
+            signal(SIGPIPE, SIG_DFL)
+            raise(SIGPIPE)
+        }
+        error("cannot write the output: \(String(cString: strerror(failure))); check where stdout goes")
+        HeldLog.flush()
+        exit(ExitStatus.code(for: .localIO))
+    }
+
+    /// Writes `text` and a newline (unless `newline` is false) to stderr; a failure there has nowhere
+    /// to be reported and is ignored.
+    static func standardError(_ text: String, newline: Bool = true) {
+        _ = write(Data((newline ? text + "\n" : text).utf8), to: STDERR_FILENO)
+    }
+
+    /// Writes all of `data` to `descriptor` (Foundation's `FileHandle.write` traps on a closed pipe);
+    /// returns 0 or the `errno` of the failure.
+    private static func write(_ data: Data, to descriptor: Int32) -> Int32 {
+        data.withUnsafeBytes { bytes in
+            var done = 0
+            while done < bytes.count {
+                let result = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                done += result
+            }
+            return 0
+        }
     }
 
     /// Writes the one `error:` line of a failure.
@@ -29,7 +62,7 @@ enum Console {
     static func json<Value: Encodable>(_ value: Value) throws {
         var data = try RecordCoding.encoder(pretty: true).encode(value)
         data.append(UInt8(ascii: "\n"))
-        FileHandle.standardOutput.write(data)
+        output(data)
     }
 
     /// Lays `rows` out as columns separated by two spaces, the first row being the header.

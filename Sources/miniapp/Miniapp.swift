@@ -54,7 +54,7 @@ struct Miniapp: AsyncParsableCommand {
     private static func exitForParseError(_ error: any Error) -> Never {
         let code = exitCode(for: error)
         if code == .success {
-            print(fullMessage(for: error))
+            Console.output(fullMessage(for: error))
             Foundation.exit(0)
         }
         let message = Self.message(for: error)

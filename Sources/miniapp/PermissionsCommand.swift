@@ -186,7 +186,7 @@ struct PermissionsExportCommand: AsyncParsableCommand {
         let states = try PermissionStore(cacheDirectory: configuration.cacheDirectory).permissions(appId: appId, manifest: manifest)
         var data = try format.export(appId: appId, states)
         data.append(UInt8(ascii: "\n"))
-        FileHandle.standardOutput.write(data)
+        Console.output(data)
     }
 }
 

@@ -28,7 +28,7 @@ final class ProgressBar: Sendable {
             let filled = Int(fraction * Double(width))
             line = "\r\(label) [\(String(repeating: "#", count: filled))\(String(repeating: ".", count: width - filled))] \(received) / \(Self.megabytes(total)) \(Int(fraction * 100))%"
         }
-        FileHandle.standardError.write(Data((line + (finished ? "\n" : "")).utf8))
+        Console.standardError(line, newline: finished)
     }
 
     private static func megabytes(_ bytes: Int64) -> String {

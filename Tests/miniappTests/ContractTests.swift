@@ -148,4 +148,61 @@ func closedPort() -> Int {
             #expect(server.requests.allSatisfy { request in !request.headers.contains { $0.name.lowercased() == "apikey" } })
         }
     }
+
+    /// Runs `miniapp arguments` with stdout on `descriptor`; returns how it ended and its stderr.
+    /// It waits without blocking a thread: the test server answers on the same thread pool.
+    private func run(_ arguments: [String], stdout descriptor: Int32, environment: [String: String] = [:]) async throws -> (reason: Process.TerminationReason, status: Int32, stderr: String) {
+        let process = Process()
+        process.executableURL = CommandRunner.executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.standardOutput = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
+        let errors = try TemporaryDirectory.make().appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: errors)
+        process.standardError = handle
+        await withCheckedContinuation { continuation in
+            process.terminationHandler = { _ in continuation.resume() }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume()
+            }
+        }
+        try handle.close()
+        return (process.terminationReason, process.terminationStatus, String(decoding: try Data(contentsOf: errors), as: UTF8.self))
+    }
+
+    @Test func aReaderThatHasGoneEndsTheCommandBySIGPIPELikeAStockTool() async throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        close(ends[0])
+        defer { close(ends[1]) }
+        // Once NIO has started (it ignores SIGPIPE), a write to the pipe fails with EPIPE instead of
+        // killing the process; Foundation's FileHandle.write trapped on it.
+        try await withTestServer({ commandFixture.handle($0) }) { server in
+            let environment = [
+                "MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_SUBSCRIPTION_KEY": "sub-key-42",
+                "MINIAPP_CACHE_DIR": work + "/cache", "HOME": work,
+            ]
+            for arguments in [["--help"], ["list", "--json"]] {
+                let ended = try await run(arguments, stdout: ends[1], environment: environment)
+                #expect(ended.reason == .uncaughtSignal, "\(arguments)")
+                #expect(ended.status == SIGPIPE, "\(arguments)")
+                #expect(ended.stderr.isEmpty, "no message and no crash report: \(ended.stderr)")
+            }
+        }
+    }
+
+    @Test func anUnwritableStdoutGives74AndOneErrorLine() async throws {
+        let full = open("/dev/full", O_WRONLY)
+        try #require(full >= 0)
+        defer { close(full) }
+        let ended = try await run(["--version"], stdout: full)
+        #expect(ended.reason == .exit)
+        #expect(ended.status == 74)
+        #expect(ended.stderr.hasPrefix("error: cannot write the output: No space left on device"), "\(ended.stderr)")
+        #expect(ended.stderr.split(separator: "\n").count == 1)
+    }
 }
