@@ -85,6 +85,27 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
         }
     }
 
+    @Test func aReinstallThatFailsAtItsRecordPutsTheOldVersionBack() async throws {
+        let platform = try SignedPlatform()
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let configuration = makeConfiguration(server, cache: cache)
+            let first = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }
+            let before = CacheTree(cache)
+            let recordPath = (first.record.path as NSString).deletingLastPathComponent + "/record.json"
+            let recordBefore = try Data(contentsOf: URL(fileURLWithPath: recordPath))
+            Durability.injectedFailures.withLock { $0[recordPath] = ENOSPC }
+            defer { Durability.injectedFailures.withLock { $0[recordPath] = nil } }
+            await #expect(throws: CacheError.io(path: recordPath, reason: String(cString: strerror(ENOSPC)), diskFull: true)) {
+                try await withInstaller(configuration) { try await $0.download(appId: "app-hello", force: true) }
+            }
+            #expect(server.requests.filter { $0.path == platform.zipPath }.count == 2, "the reinstall got as far as downloading")
+            #expect(CacheTree(cache) == before, "the old version is back as it was, and nothing is left over")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: recordPath)) == recordBefore)
+            let view = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            #expect(view.check(try #require(view.record(appId: "app-hello", versionId: "ver-1")), thorough: true).intact)
+        }
+    }
+
     @Test func reusesIntactCachedVersionWithoutASecondDownload() async throws {
         let platform = try SignedPlatform()
         try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in

@@ -1,8 +1,16 @@
 import Foundation
+import Synchronization
 internal import CMiniAppSystem
 
 /// Writing files so that a crash leaves either the old or the new contents, never a mix.
 enum Durability {
+    #if DEBUG
+    /// Test seam, in debug builds only: atomic writes to these paths fail at their rename with the
+    /// given `errno`, as a disk that fills up at that moment would make them fail. It lets tests reach
+    /// the rollback of a reinstall that fails at its very last step.
+    static let injectedFailures = Mutex<[String: Int32]>([:])
+    #endif
+
     /// Writes `data` to a temporary file beside `path` and renames it over `path`; when `durable`,
     /// the file and its folder are synced too.
     static func writeAtomically(_ data: Data, to path: String, durable: Bool) throws(CacheError) {
@@ -24,6 +32,9 @@ enum Durability {
         }
         if failure == nil, durable, fsync(descriptor) != 0 { failure = .system(temporary) }
         close(descriptor)
+        #if DEBUG
+        if failure == nil, let injected = Self.injectedFailures.withLock({ $0[path] }) { failure = .system(path, errorNumber: injected) }
+        #endif
         if failure == nil, rename(temporary, path) != 0 { failure = .system(path) }
         if let failure {
             unlink(temporary)
