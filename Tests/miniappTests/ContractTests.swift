@@ -3,21 +3,31 @@ import MiniAppKit
 import MiniAppTestSupport
 import Testing
 
-/// A 127.0.0.1 port nothing listens on.
-func closedPort() -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-            _ = bind(descriptor, raw, length)
-            _ = getsockname(descriptor, raw, &length)
+/// A 127.0.0.1 port nothing listens on, for as long as this value lives: the port stays bound (not
+/// listening), so connections to it are refused and no test server started meanwhile can take it.
+final class ClosedPort {
+    let port: Int
+    private let descriptor: Int32
+
+    init() {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.descriptor = descriptor
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                _ = bind(descriptor, raw, length)
+                _ = getsockname(descriptor, raw, &length)
+            }
         }
+        port = Int(UInt16(bigEndian: address.sin_port))
     }
-    return Int(UInt16(bigEndian: address.sin_port))
+
+    deinit {
+        close(descriptor)
+    }
 }
 
 /// The failure and cache rules of spec/cli.md that cut across commands.
@@ -26,14 +36,16 @@ func closedPort() -> Int {
 
     @Test func aPlatformThatRefusesConnectionsFailsOnTheFirstAttempt() async throws {
         // With the default timeouts and retries: a refused connection is not worth waiting for.
-        let dead = "http://127.0.0.1:\(closedPort())/"
+        let closed = (ClosedPort(), ClosedPort())
+        defer { withExtendedLifetime(closed) {} }
+        let dead = "http://127.0.0.1:\(closed.0.port)/"
         let environment = ["MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": work + "/cache", "HOME": work]
         let list = try await CommandRunner.run(["list", "--platform", dead], environment: environment)
         expectFailure(list, status: 69, mentioning: "connection refused")
         #expect(list.stderrLines.first?.contains("1 attempt") == true, "stderr: \(list.stderr)")
 
         var app = try ServedApp()
-        app.fixture.apps[0].versions[0].files = ["http://127.0.0.1:\(closedPort())/app.zip"]
+        app.fixture.apps[0].versions[0].files = ["http://127.0.0.1:\(closed.1.port)/app.zip"]
         try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
             let download = try await CommandRunner.run(["download", "app-hello", "--platform", server.baseURL.absoluteString], environment: environment)
             expectFailure(download, status: 69, mentioning: "connection refused")
@@ -66,7 +78,9 @@ func closedPort() -> Int {
 
         // Another platform URL (a server gone, restarted on another port): cache commands still see the
         // version, and load falls back to it.
-        let elsewhere = ["MINIAPP_PLATFORM": "http://127.0.0.1:\(closedPort())/", "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": cache, "HOME": work]
+        let closed = ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let elsewhere = ["MINIAPP_PLATFORM": "http://127.0.0.1:\(closed.port)/", "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": cache, "HOME": work]
         let cached = try await CommandRunner.run(["cache", "list", "--json"], environment: elsewhere)
         let records = try cached.json() as? [[String: Any]]
         #expect(records?.count == 1)
