@@ -45,6 +45,21 @@ import Testing
         #expect(folderMode == 0o755)
     }
 
+    @Test(arguments: [false, true])
+    func listsEveryFolderItMadeAsTheTreeHasThem(topFolder: Bool) throws {
+        let top = topFolder ? "app/" : ""
+        let zip = RawZip([
+            .file(top + "index.html", "<html>"), .file(top + "js/lib/a.js", "1"), .directory(top + "empty"),
+            .directory(top + "css"), .file(top + "css/x/y/z.css", "p {}"),
+        ]).bytes
+        let (result, _) = try extract(zip)
+        let walked = BundleInspector(root: result.bundleDirectory).directories()
+        #expect(result.directories == walked.map(\.path))
+        #expect(result.directories == [".", "css", "css/x", "css/x/y", "empty", "js", "js/lib"])
+        #expect(BundleInspector(root: result.bundleDirectory).directories(at: result.directories) == walked)
+        #expect(BundleInspector(root: result.bundleDirectory).directories(at: ["js/lib/a.js"]) == nil)
+    }
+
     @Test func stripsOneCommonTopFolder() throws {
         let zip = RawZip([.directory("app"), .file("app/index.html", "<html>"), .file("app/js/a.js", "1")]).bytes
         let (result, destination) = try extract(zip)

@@ -8,6 +8,8 @@ public struct ExtractionResult: Sendable {
     public var bundleDirectory: String
     /// Every regular file, relative to ``bundleDirectory``, sorted by path.
     public var files: [BundleFile]
+    /// Every folder, relative to ``bundleDirectory`` (`.` for itself), sorted by path.
+    public var directories: [String]
     /// The bytes written.
     public var unpackedBytes: Int64
 }
@@ -183,7 +185,7 @@ private struct ExtractionPlan {
     func result(destination: String, files written: [BundleFile], unpackedBytes: Int64) throws(ArchiveError) -> ExtractionResult {
         let sorted = written.sorted { $0.path < $1.path }
         if seen["index.html"] == false {
-            return ExtractionResult(bundleDirectory: destination, files: sorted, unpackedBytes: unpackedBytes)
+            return ExtractionResult(bundleDirectory: destination, files: sorted, directories: (["."] + directories).sorted(), unpackedBytes: unpackedBytes)
         }
         let tops = Set(seen.keys.map { String($0.split(separator: "/", maxSplits: 1)[0]) })
         guard tops.count == 1, let top = tops.first, seen[top] == true, seen[top + "/index.html"] == false else {
@@ -194,7 +196,8 @@ private struct ExtractionPlan {
             file.path = String(file.path.dropFirst(top.count + 1))
             return file
         }
-        return ExtractionResult(bundleDirectory: destination + "/" + top, files: stripped, unpackedBytes: unpackedBytes)
+        let inside = directories.filter { $0.hasPrefix(top + "/") }.map { String($0.dropFirst(top.count + 1)) }
+        return ExtractionResult(bundleDirectory: destination + "/" + top, files: stripped, directories: (["."] + inside).sorted(), unpackedBytes: unpackedBytes)
     }
 }
 

@@ -117,6 +117,22 @@ struct BundleInspector {
         return verdicts
     }
 
+    /// The folders at `paths` (relative, `.` for the bundle folder) with their change time now, or `nil`
+    /// when one of them is not a folder.
+    func directories(at paths: [String]) -> [BundleDirectory]? {
+        let descriptor = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var result: [BundleDirectory] = []
+        result.reserveCapacity(paths.count)
+        var info = stat()
+        for path in paths {
+            guard fstatat(descriptor, path, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return nil }
+            result.append(BundleDirectory(path: path, changedAt: FileTimestamp(info.st_ctim)))
+        }
+        return result
+    }
+
     /// Every folder of the bundle (`.` for the bundle folder) with its change time now.
     func directories() -> [BundleDirectory] {
         var result: [BundleDirectory] = []

@@ -279,14 +279,17 @@ public final class BundleInstaller: Sendable {
         guard rename(result.bundleDirectory, stage + "/bundle") == 0 else { throw CacheError.system(stage + "/bundle") }
         if result.bundleDirectory != raw { rmdir(raw) }
         _ = try BundleManifest.read(bundleDirectory: stage + "/bundle")
-        try writeFileList(result.files, stage: stage)
+        try writeFileList(result.files, directories: result.directories, stage: stage)
         return result.files
     }
 
     /// Writes `stage/files.list`: the files, and the folders' change times as they are now that the
     /// tree is in its final shape.
-    private func writeFileList(_ files: [BundleFile], stage: String) throws {
-        let list = BundleFileList(files: files, directories: BundleInspector(root: stage + "/bundle").directories())
+    private func writeFileList(_ files: [BundleFile], directories known: [String]? = nil, stage: String) throws {
+        let inspector = BundleInspector(root: stage + "/bundle")
+        // The extraction knows every folder it made: one status call each instead of reading them all.
+        let directories = known.flatMap(inspector.directories(at:)) ?? inspector.directories()
+        let list = BundleFileList(files: files, directories: directories)
         try Durability.writeAtomically(list.encoded(), to: stage + "/files.list", durable: false)
     }
 
