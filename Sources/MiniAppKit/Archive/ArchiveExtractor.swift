@@ -107,6 +107,8 @@ private struct ExtractionPlan {
     var files: [File] = []
     var directories: [String] = []
     var seen: [String: Bool] = [:]  // path -> isDirectory
+    /// The folder of the last entry added, all of whose ancestors are in `seen` as folders.
+    var lastFolder: Substring = ""
     var entryCount = 0
     var declaredBytes: Int64 = 0
 
@@ -127,12 +129,10 @@ private struct ExtractionPlan {
         guard let rawName = archive_entry_pathname_utf8(entry) ?? archive_entry_pathname(entry) else {
             throw .unsafePath(entry: "#\(entryCount)", reason: "has a name that is not valid text")
         }
-        let name = String(cString: rawName)
-        guard String(validatingCString: rawName) != nil else {
-            throw .unsafePath(entry: name, reason: "has a name that is not valid UTF-8")
+        guard let name = String(validatingCString: rawName) else {
+            throw .unsafePath(entry: String(cString: rawName), reason: "has a name that is not valid UTF-8")
         }
-        let components = try ArchivePath.components(of: name)
-        let path = components.joined(separator: "/")
+        let path = try ArchivePath.path(of: name)
 
         let type = archive_entry_filetype(entry) & CMiniAppArchive_AE_IFMT()
         if archive_entry_hardlink(entry) != nil { throw .unsupportedEntry(entry: name, kind: "hard link") }
@@ -151,17 +151,7 @@ private struct ExtractionPlan {
             return
         }
         if seen[path] != nil { throw .duplicateEntry(entry: name) }
-        var parent = ""
-        for component in components.dropLast() {
-            parent = parent.isEmpty ? component : parent + "/" + component
-            switch seen[parent] {
-            case true?: continue
-            case false?: throw .duplicateEntry(entry: name)
-            case nil:
-                seen[parent] = true
-                directories.append(parent)
-            }
-        }
+        try addParents(of: path, entry: name)
         seen[path] = isDirectory
         if isDirectory {
             directories.append(path)
@@ -169,6 +159,28 @@ private struct ExtractionPlan {
             files.append(File(ordinal: ordinal, name: name, path: path))
             if archive_entry_size_is_set(entry) != 0 { declaredBytes += max(archive_entry_size(entry), 0) }
         }
+    }
+
+    /// Registers the folders above `path` (implied when the archive does not list them), refusing a
+    /// folder that is already a file, or that was spelled with other bytes (Swift strings compare
+    /// canonically equivalent spellings as equal; the file system does not). Entries come grouped by
+    /// folder, so the last entry's folder, whose ancestors are all known folders already, is skipped.
+    private mutating func addParents(of path: String, entry name: String) throws(ArchiveError) {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return }
+        let folder = path[..<slash]
+        guard !folder.utf8.elementsEqual(lastFolder.utf8) else { return }
+        var end = folder.utf8.startIndex
+        while end != folder.utf8.endIndex {
+            end = folder.utf8[folder.utf8.index(after: end)...].firstIndex(of: UInt8(ascii: "/")) ?? folder.utf8.endIndex
+            let parent = String(folder[..<end])
+            if let known = seen.index(forKey: parent) {
+                guard seen[known].value, seen[known].key.utf8.elementsEqual(parent.utf8) else { throw .duplicateEntry(entry: name) }
+                continue
+            }
+            seen[parent] = true
+            directories.append(parent)
+        }
+        lastFolder = folder
     }
 
     /// Creates every folder, parents first (each is listed after its parents).
@@ -333,23 +345,42 @@ private final class ExtractionJob: @unchecked Sendable {
 enum ArchivePath {
     /// The name's components with `.` and empty ones dropped, after refusing every unsafe spelling.
     static func components(of name: String) throws(ArchiveError) -> [String] {
-        if name.hasPrefix("/") { throw .unsafePath(entry: name, reason: "is an absolute path") }
-        if name.contains("\\") { throw .unsafePath(entry: name, reason: "contains a backslash") }
-        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+        try cleanedBytes(of: name).split(separator: UInt8(ascii: "/")).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The name with `.` and empty components dropped (`a//./b` is `a/b`), after refusing every unsafe
+    /// spelling.
+    static func path(of name: String) throws(ArchiveError) -> String {
+        String(decoding: try cleanedBytes(of: name), as: UTF8.self)
+    }
+
+    /// The checks and the cleaning, on the UTF-8 bytes as the kernel reads a path: a component ends at
+    /// every `/` byte.
+    private static func cleanedBytes(of name: String) throws(ArchiveError) -> [UInt8] {
+        let bytes = Array(name.utf8)
+        if bytes.first == UInt8(ascii: "/") { throw .unsafePath(entry: name, reason: "is an absolute path") }
+        if bytes.contains(UInt8(ascii: "\\")) { throw .unsafePath(entry: name, reason: "contains a backslash") }
+        // Bytes of multi-byte characters are all 0x80 or above: this finds exactly the C0 controls and DEL.
+        if bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
             throw .unsafePath(entry: name, reason: "contains control characters")
         }
-        if let first = name.unicodeScalars.first, name.unicodeScalars.dropFirst().first == ":", first.properties.isAlphabetic {
+        if bytes.contains(UInt8(ascii: ":")), let first = name.unicodeScalars.first,
+           name.unicodeScalars.dropFirst().first == ":", first.properties.isAlphabetic {
             throw .unsafePath(entry: name, reason: "starts with a drive letter")
         }
-        if name.utf8.count > 1024 { throw .unsafePath(entry: name, reason: "is longer than 1024 bytes") }
-        var result: [String] = []
-        for component in name.split(separator: "/", omittingEmptySubsequences: true) {
-            if component == "." { continue }
-            if component == ".." { throw .unsafePath(entry: name, reason: "climbs out with ..") }
-            if component.utf8.count > 255 { throw .unsafePath(entry: name, reason: "has a component longer than 255 bytes") }
-            result.append(String(component))
+        if bytes.count > 1024 { throw .unsafePath(entry: name, reason: "is longer than 1024 bytes") }
+        var cleaned: [UInt8] = []
+        cleaned.reserveCapacity(bytes.count)
+        for component in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+            if component.count == 1 && component.first == UInt8(ascii: ".") { continue }
+            if component.count == 2 && component.allSatisfy({ $0 == UInt8(ascii: ".") }) {
+                throw .unsafePath(entry: name, reason: "climbs out with ..")
+            }
+            if component.count > 255 { throw .unsafePath(entry: name, reason: "has a component longer than 255 bytes") }
+            if !cleaned.isEmpty { cleaned.append(UInt8(ascii: "/")) }
+            cleaned.append(contentsOf: component)
         }
-        return result
+        return cleaned
     }
 }
 
