@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <locale.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -29,4 +30,19 @@ void CMiniAppSystem_nameThisThread(const char *name) {
     char shortened[16];
     snprintf(shortened, sizeof(shortened), "%s", name);
     pthread_setname_np(pthread_self(), shortened);
+}
+
+static locale_t utf8Locale;
+static pthread_once_t utf8LocaleOnce = PTHREAD_ONCE_INIT;
+
+static void makeUTF8Locale(void) {
+    const char *names[] = {"C.UTF-8", "C.utf8", "en_US.UTF-8"};
+    for (unsigned index = 0; index < sizeof(names) / sizeof(names[0]) && utf8Locale == (locale_t)0; index++) {
+        utf8Locale = newlocale(LC_CTYPE_MASK, names[index], (locale_t)0);
+    }
+}
+
+locale_t CMiniAppSystem_utf8Locale(void) {
+    pthread_once(&utf8LocaleOnce, makeUTF8Locale);
+    return utf8Locale;
 }

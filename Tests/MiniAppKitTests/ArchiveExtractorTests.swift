@@ -60,6 +60,44 @@ import Testing
         #expect(BundleInspector(root: result.bundleDirectory).directories(at: ["js/lib/a.js"]) == nil)
     }
 
+    @Test func namesBeyondASCIIAreExtractedWhateverTheProcessLocale() throws {
+        // Flagged UTF-8 names, as zip tools write them; the test process runs in the C locale, under
+        // which libarchive could not convert them.
+        let zip = RawZip([
+            .file("index.html", "<html>"), .file("画像/ねこ.png", "1"), .file("e\u{301}/a.js", "2"), .file("\u{e9}/b.js", "3"),
+        ]).bytes
+        let (result, destination) = try extract(zip)
+        #expect(FileManager.default.fileExists(atPath: destination + "/画像/ねこ.png"))
+        // libarchive gives names in composed form (NFC), so the two spellings of é are one folder.
+        #expect(result.files.map(\.path) == ["index.html", "画像/ねこ.png", "\u{e9}/a.js", "\u{e9}/b.js"].sorted())
+        #expect(result.directories == BundleInspector(root: result.bundleDirectory).directories().map(\.path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: destination).sorted() == ["index.html", "画像", "\u{e9}"].sorted())
+    }
+
+    @Test func writtenNamesBeyondASCIIAreFlaggedUTF8AndReadBack() throws {
+        let directory = try TemporaryDirectory.make().path
+        try FileManager.default.createDirectory(atPath: directory + "/in/画像", withIntermediateDirectories: true)
+        try Data("<html>".utf8).write(to: URL(fileURLWithPath: directory + "/in/index.html"))
+        try Data("1".utf8).write(to: URL(fileURLWithPath: directory + "/in/画像/ねこ.png"))
+        try ArchiveWriter.zip(directory: directory + "/in", to: directory + "/out.zip")
+        let zip = try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory + "/out.zip")))
+        // The central directory: general purpose flags at offset 8, name length at 28, name at 46.
+        func le(_ offset: Int, _ count: Int) -> Int { (0..<count).reduce(0) { $0 | Int(zip[offset + $1]) << (8 * $1) } }
+        let end = try #require((0...(zip.count - 22)).reversed().first { le($0, 4) == 0x0605_4b50 })
+        var offset = le(end + 16, 4)
+        var flags: [String: Int] = [:]
+        for _ in 0..<le(end + 10, 2) {
+            #expect(le(offset, 4) == 0x0201_4b50)
+            let nameLength = le(offset + 28, 2)
+            flags[String(decoding: zip[(offset + 46)..<(offset + 46 + nameLength)], as: UTF8.self)] = le(offset + 8, 2)
+            offset += 46 + nameLength + le(offset + 30, 2) + le(offset + 32, 2)
+        }
+        #expect(flags.keys.sorted() == ["index.html", "画像/", "画像/ねこ.png"])
+        #expect(flags["画像/ねこ.png"].map { $0 & 0x800 } == 0x800, "the UTF-8 name flag (bit 11)")
+        let (result, _) = try extract(zip)
+        #expect(result.files.map(\.path) == ["index.html", "画像/ねこ.png"])
+    }
+
     @Test func stripsOneCommonTopFolder() throws {
         let zip = RawZip([.directory("app"), .file("app/index.html", "<html>"), .file("app/js/a.js", "1")]).bytes
         let (result, destination) = try extract(zip)
@@ -89,6 +127,8 @@ import Testing
         ("duplicate", [.file("index.html"), .file("a.js", "1"), .file("a.js", "2")]),
         ("duplicate dot", [.file("index.html"), .file("a.js", "1"), .file("./a.js", "2")]),
         ("file then folder", [.file("index.html"), .file("a", "1"), .file("a/b.js", "2")]),
+        ("canonically equal files", [.file("index.html"), .file("e\u{301}.js", "1"), .file("\u{e9}.js", "2")]),
+        ("dot-dot behind a combining mark", [.file("index.html"), .file("a/\u{301}/../../../evil.js")]),
         ("encrypted", [.file("index.html"), RawZip.Entry(name: "secret.js", data: Array("xxxxxxxxxxxxxxxx".utf8), encrypted: true)]),
         ("bad crc", [.file("index.html"), RawZip.Entry(name: "a.js", data: Array("payload".utf8), crcOverride: 0xDEADBEEF)]),
         ("no index", [.file("main.html")]),

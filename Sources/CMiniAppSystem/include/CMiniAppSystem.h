@@ -1,6 +1,8 @@
 #ifndef CMINIAPP_SYSTEM_H
 #define CMINIAPP_SYSTEM_H
 
+#include <locale.h>
+
 /* Linux calls that glibc declares only under _GNU_SOURCE, and globals that Swift 6 cannot read safely. */
 int CMiniAppSystem_syncfs(int descriptor);
 
@@ -12,5 +14,8 @@ int CMiniAppSystem_processorCount(void);
 
 /* Names the calling thread (cut to 15 bytes), as tools such as perf and top show it. */
 void CMiniAppSystem_nameThisThread(const char *name);
+
+/* A locale whose character type is UTF-8 (C.UTF-8, else en_US.UTF-8), made once; 0 when the system has none. */
+locale_t CMiniAppSystem_utf8Locale(void);
 
 #endif

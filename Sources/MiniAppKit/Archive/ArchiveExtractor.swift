@@ -47,7 +47,7 @@ public struct ArchiveExtractor: Sendable {
         guard mkdir(destination, 0o755) == 0 else { throw Self.ioError(destination) }
         if !ProcessEnvironment.creates(0o755) { chmod(destination, 0o755) }
 
-        let plan = try ExtractionPlan.scan(archivePath, limits: limits)
+        let plan = try UTF8Locale.run { () throws(ArchiveError) in try ExtractionPlan.scan(archivePath, limits: limits) }
         try plan.makeDirectories(in: destination)
         let job = ExtractionJob(archivePath: archivePath, destination: destination, plan: plan, limits: limits, archiveSize: archiveSize)
         job.run(threads: plan.declaredBytes < parallelMinimumBytes ? 1 : min(maxThreads, plan.files.count))
@@ -250,7 +250,7 @@ private final class ExtractionJob: @unchecked Sendable {
 
     /// Extracts every file on `threads` threads, the calling one included, and returns when all ended.
     func run(threads: Int) {
-        WorkerThreads.run(threads, name: "miniapp.unzip") { _ in self.work() }
+        WorkerThreads.run(threads, name: "miniapp.unzip") { _ in UTF8Locale.run { self.work() } }
     }
 
     private func fail(_ index: Int, _ error: ArchiveError) {

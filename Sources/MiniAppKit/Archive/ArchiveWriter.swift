@@ -10,6 +10,10 @@ public enum ArchiveWriter {
     /// Zips the regular files and folders under `directory` into a new file at `destination`.
     /// Anything else (a symbolic link, a device) is refused.
     public static func zip(directory: String, to destination: String) throws(ArchiveError) {
+        try UTF8Locale.run { () throws(ArchiveError) in try write(directory: directory, to: destination) }
+    }
+
+    private static func write(directory: String, to destination: String) throws(ArchiveError) {
         let entries = try collect(directory)
         guard let archive = archive_write_new() else { throw .corrupt(reason: "libarchive cannot allocate a writer") }
         defer { archive_write_free(archive) }
