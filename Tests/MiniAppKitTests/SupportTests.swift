@@ -21,6 +21,13 @@ struct JSONReaderTests {
         #expect(JSONReader.value(Array(text.utf8)) == foundation)
     }
 
+    @Test func readsValidNumbersThatFoundationsDecoderRefuses() throws {
+        // RFC 8259 allows a zero with an exponent; JSONDecoder refuses it, JSONSerialization does not.
+        #expect((try? JSONDecoder().decode(JSONValue.self, from: Data("0e2".utf8))) == nil)
+        #expect(try JSONSerialization.jsonObject(with: Data("[0e2]".utf8)) as? [Double] == [0])
+        #expect(JSONReader.value(Array("[0e2, 0E2]".utf8)) == .array([.number(0), .number(0)]))
+    }
+
     @Test func refusesTrailingCommasThatFoundationLetsThrough() {
         #expect(JSONReader.value(Array("[1,]".utf8)) == nil)
         #expect(JSONReader.value(Array(#"{"a":1,}"#.utf8)) == nil)
