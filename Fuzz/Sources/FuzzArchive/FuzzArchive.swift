@@ -14,7 +14,7 @@ public func fuzzArchive(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         try? FileManager.default.removeItem(atPath: root)
         unlink(zip)
     }
-    FileManager.default.createFile(atPath: zip, contents: Data(bytes: data, count: size))
+    guard FileManager.default.createFile(atPath: zip, contents: Data(bytes: data, count: size)) else { return 0 }
     let limits = ExtractionLimits(maxEntries: 200, maxUnpackedBytes: 4 << 20, maxCompressionRatio: 100, ratioFloorBytes: 1 << 20)
     if let result = try? ArchiveExtractor(limits: limits).extract(zip, into: destination) {
         precondition(result.bundleDirectory.hasPrefix(destination), "extracted outside the destination")

@@ -4,7 +4,7 @@ import MiniAppKit
 
 /// The signature and key parsers on arbitrary bytes: the first bytes pick what to feed, the rest is
 /// the input. A random input must never verify, and nothing may crash.
-nonisolated(unsafe) let fuzzKey = try! SigningKey.generate()
+let fuzzKey = try! SigningKey.generate()
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSignature(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
