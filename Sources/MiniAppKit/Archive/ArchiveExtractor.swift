@@ -45,11 +45,13 @@ public struct ArchiveExtractor: Sendable {
         var info = stat()
         let archiveSize = stat(archivePath, &info) == 0 ? Int64(info.st_size) : 0
         guard mkdir(destination, 0o755) == 0 else { throw Self.ioError(destination) }
-        if !ProcessEnvironment.creates(0o755) { chmod(destination, 0o755) }
+        // The umask, read once per extraction: a chmod per file and folder only when it takes bits.
+        let exact = ProcessEnvironment.exactModes([0o644, 0o755])
+        if !exact.contains(0o755) { chmod(destination, 0o755) }
 
         let plan = try UTF8Locale.run { () throws(ArchiveError) in try ExtractionPlan.scan(archivePath, limits: limits) }
-        try plan.makeDirectories(in: destination)
-        let job = ExtractionJob(archivePath: archivePath, destination: destination, plan: plan, limits: limits, archiveSize: archiveSize)
+        try plan.makeDirectories(in: destination, chmod: !exact.contains(0o755))
+        let job = ExtractionJob(archivePath: archivePath, destination: destination, plan: plan, limits: limits, archiveSize: archiveSize, chmod: !exact.contains(0o644))
         job.run(threads: plan.declaredBytes < parallelMinimumBytes ? 1 : min(maxThreads, plan.files.count))
         if let failure = job.firstFailure { throw failure }
         return try plan.result(destination: destination, files: job.records.compactMap { $0 }, unpackedBytes: job.unpacked.load(ordering: .relaxed))
@@ -183,12 +185,13 @@ private struct ExtractionPlan {
         lastFolder = folder
     }
 
-    /// Creates every folder, parents first (each is listed after its parents).
-    func makeDirectories(in destination: String) throws(ArchiveError) {
+    /// Creates every folder, parents first (each is listed after its parents), and sets its mode to
+    /// 0755 when `chmod` (the umask took bits from it).
+    func makeDirectories(in destination: String, chmod needsMode: Bool) throws(ArchiveError) {
         for directory in directories {
             let target = destination + "/" + directory
             guard mkdir(target, 0o755) == 0 else { throw ArchiveExtractor.ioError(target) }
-            if !ProcessEnvironment.creates(0o755) { chmod(target, 0o755) }
+            if needsMode { chmod(target, 0o755) }
         }
     }
 
@@ -221,6 +224,8 @@ private final class ExtractionJob: @unchecked Sendable {
     let files: [ExtractionPlan.File]
     let limits: ExtractionLimits
     let archiveSize: Int64
+    /// Whether each file needs a chmod to 0644 (the umask takes bits from it).
+    let needsMode: Bool
     let next = Atomic<Int>(0)
     let unpacked = Atomic<Int64>(0)
     let stopped = Atomic<Bool>(false)
@@ -228,7 +233,8 @@ private final class ExtractionJob: @unchecked Sendable {
     let records: UnsafeMutableBufferPointer<BundleFile?>
     private let failures = Mutex<[(index: Int, error: ArchiveError)]>([])
 
-    init(archivePath: String, destination: String, plan: ExtractionPlan, limits: ExtractionLimits, archiveSize: Int64) {
+    init(archivePath: String, destination: String, plan: ExtractionPlan, limits: ExtractionLimits, archiveSize: Int64, chmod: Bool) {
+        self.needsMode = chmod
         self.archivePath = archivePath
         self.destination = destination
         self.files = plan.files
@@ -300,9 +306,7 @@ private final class ExtractionJob: @unchecked Sendable {
             throw ArchiveExtractor.ioError(target)
         }
         defer { close(descriptor) }
-        // The mode the file was created with, unless the umask took bits from it (skipping this saves
-        // a system call per file).
-        if !ProcessEnvironment.creates(0o644) { fchmod(descriptor, 0o644) }
+        if needsMode { fchmod(descriptor, 0o644) }
         let digest = SHA256Digest()
         var size: Int64 = 0
         while true {

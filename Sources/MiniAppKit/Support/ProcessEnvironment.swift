@@ -47,19 +47,20 @@ enum ProcessEnvironment {
 }
 
 extension ProcessEnvironment {
-    /// The process's file mode creation mask, from `/proc/self/status` (reading it with `umask()`
+    /// The process's file mode creation mask now, from `/proc/self/status` (reading it with `umask()`
     /// would change it for a moment under other threads); `nil` when it cannot be read.
-    static let fileCreationMask: mode_t? = {
+    static var fileCreationMask: mode_t? {
         guard let status = FileReading.contents("/proc/self/status") else { return nil }
         for line in String(decoding: status, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Umask:") {
             return mode_t(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8)
         }
         return nil
-    }()
+    }
 
-    /// Whether files and folders created with `mode` get exactly that mode, so that no `chmod` is
-    /// needed afterwards.
-    static func creates(_ mode: mode_t) -> Bool {
-        fileCreationMask.map { mode & ~$0 == mode } ?? false
+    /// The modes among `modes` that files and folders created with them get exactly, with the mask as
+    /// it is now, so that no `chmod` is needed afterwards.
+    static func exactModes(_ modes: [mode_t]) -> Set<mode_t> {
+        guard let mask = fileCreationMask else { return [] }
+        return Set(modes.filter { $0 & ~mask == $0 })
     }
 }
