@@ -32,15 +32,23 @@ enum Console {
     }
 
     /// Writes all of `data` to `descriptor` (Foundation's `FileHandle.write` traps on a closed pipe);
-    /// returns 0 or the `errno` of the failure.
+    /// returns 0 or the `errno` of the failure. A non-blocking descriptor that is full is waited for.
     private static func write(_ data: Data, to descriptor: Int32) -> Int32 {
         data.withUnsafeBytes { bytes in
             var done = 0
             while done < bytes.count {
                 let result = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
                 if result < 0 {
-                    if errno == EINTR { continue }
-                    return errno
+                    switch errno {
+                    case EINTR:
+                        continue
+                    case EAGAIN, EWOULDBLOCK:
+                        var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                        _ = poll(&ready, 1, -1)
+                        continue
+                    default:
+                        return errno
+                    }
                 }
                 done += result
             }

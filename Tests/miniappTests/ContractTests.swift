@@ -219,4 +219,39 @@ final class ClosedPort {
         #expect(ended.stderr.hasPrefix("error: cannot write the output: No space left on device"), "\(ended.stderr)")
         #expect(ended.stderr.split(separator: "\n").count == 1)
     }
+
+    @Test func aNonBlockingStdoutThatFillsUpIsWaitedFor() async throws {
+        // A pipe whose write end is non-blocking (as some parents hand out) and whose reader is slow:
+        // writes of a big document meet EAGAIN, which must mean "wait", not a failure.
+        let many = PlatformFixture(projectId: "proj-1", apps: (0..<3000).map { index in
+            FixtureApp(id: "app-\(index)", displayName: "App \(index)", versions: [FixtureVersion(versionId: "v-\(index)", versionTag: "1.0.\(index)")])
+        })
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
+        let reader = ends[0]
+        let collected = Task.detached { () -> [UInt8] in
+            try? await Task.sleep(for: .milliseconds(300))
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = read(reader, &buffer, buffer.count)
+                if count <= 0 { break }
+                bytes += buffer[0..<count]
+            }
+            close(reader)
+            return bytes
+        }
+        try await withTestServer({ many.handle($0) }) { server in
+            let environment = ["MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": work + "/cache", "HOME": work]
+            let ended = try await run(["list", "--json"], stdout: ends[1], environment: environment)
+            close(ends[1])
+            #expect(ended.reason == .exit)
+            #expect(ended.status == 0, "\(ended.stderr)")
+        }
+        let output = await collected.value
+        #expect(output.count > 200_000, "the document is bigger than a pipe holds")
+        let apps = try #require(try JSONSerialization.jsonObject(with: Data(output)) as? [[String: Any]])
+        #expect(apps.count == 3000)
+    }
 }
