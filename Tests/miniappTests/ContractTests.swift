@@ -1,6 +1,7 @@
 import Foundation
 import MiniAppKit
 import MiniAppTestSupport
+import Synchronization
 import Testing
 
 /// A 127.0.0.1 port nothing listens on, for as long as this value lives: the port stays bound (not
@@ -230,17 +231,20 @@ final class ClosedPort {
         #expect(pipe(&ends) == 0)
         _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
         let reader = ends[0]
-        let collected = Task.detached { () -> [UInt8] in
-            try? await Task.sleep(for: .milliseconds(300))
-            var bytes: [UInt8] = []
+        // The reader blocks in read(2), so it gets a thread of its own rather than one of the pool's,
+        // which the test server needs.
+        let collected = Mutex<[UInt8]>([])
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            usleep(300_000)
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
                 let count = read(reader, &buffer, buffer.count)
                 if count <= 0 { break }
-                bytes += buffer[0..<count]
+                collected.withLock { $0 += buffer[0..<count] }
             }
             close(reader)
-            return bytes
+            finished.signal()
         }
         try await withTestServer({ many.handle($0) }) { server in
             let environment = ["MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": work + "/cache", "HOME": work]
@@ -249,7 +253,13 @@ final class ClosedPort {
             #expect(ended.reason == .exit)
             #expect(ended.status == 0, "\(ended.stderr)")
         }
-        let output = await collected.value
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                finished.wait()
+                continuation.resume()
+            }
+        }
+        let output = collected.withLock { $0 }
         #expect(output.count > 200_000, "the document is bigger than a pipe holds")
         let apps = try #require(try JSONSerialization.jsonObject(with: Data(output)) as? [[String: Any]])
         #expect(apps.count == 3000)
