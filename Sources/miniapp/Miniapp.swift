@@ -30,7 +30,8 @@ struct Miniapp: AsyncParsableCommand {
         let command: any ParsableCommand
         do {
             command = try parseAsRoot()
-            // Every command hashes (the cache's namespace at least): OpenSSL's set-up overlaps with the rest of the start.
+            // Downloads, verifies and installs hash and check signatures: OpenSSL's set-up overlaps with
+            // the platform requests that come first. (Short hashes such as the cache namespace's need none.)
             CryptoRuntime.warmUp()
         } catch {
             exitForParseError(error)

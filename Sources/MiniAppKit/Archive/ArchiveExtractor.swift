@@ -50,8 +50,8 @@ public struct ArchiveExtractor: Sendable {
         if !exact.contains(0o755) { chmod(destination, 0o755) }
 
         let plan = try UTF8Locale.run { () throws(ArchiveError) in try ExtractionPlan.scan(archivePath, limits: limits) }
-        try plan.makeDirectories(in: destination, chmod: !exact.contains(0o755))
-        let job = ExtractionJob(archivePath: archivePath, destination: destination, plan: plan, limits: limits, archiveSize: archiveSize, chmod: !exact.contains(0o644))
+        try plan.makeDirectories(in: destination, needsMode: !exact.contains(0o755))
+        let job = ExtractionJob(archivePath: archivePath, destination: destination, plan: plan, limits: limits, archiveSize: archiveSize, needsMode: !exact.contains(0o644))
         job.run(threads: plan.declaredBytes < parallelMinimumBytes ? 1 : min(maxThreads, plan.files.count))
         if let failure = job.firstFailure { throw failure }
         return try plan.result(destination: destination, files: job.records.compactMap { $0 }, unpackedBytes: job.unpacked.load(ordering: .relaxed))
@@ -186,8 +186,8 @@ private struct ExtractionPlan {
     }
 
     /// Creates every folder, parents first (each is listed after its parents), and sets its mode to
-    /// 0755 when `chmod` (the umask took bits from it).
-    func makeDirectories(in destination: String, chmod needsMode: Bool) throws(ArchiveError) {
+    /// 0755 when `needsMode` (the umask took bits from it).
+    func makeDirectories(in destination: String, needsMode: Bool) throws(ArchiveError) {
         for directory in directories {
             let target = destination + "/" + directory
             guard mkdir(target, 0o755) == 0 else { throw ArchiveExtractor.ioError(target) }
@@ -233,8 +233,8 @@ private final class ExtractionJob: @unchecked Sendable {
     let records: UnsafeMutableBufferPointer<BundleFile?>
     private let failures = Mutex<[(index: Int, error: ArchiveError)]>([])
 
-    init(archivePath: String, destination: String, plan: ExtractionPlan, limits: ExtractionLimits, archiveSize: Int64, chmod: Bool) {
-        self.needsMode = chmod
+    init(archivePath: String, destination: String, plan: ExtractionPlan, limits: ExtractionLimits, archiveSize: Int64, needsMode: Bool) {
+        self.needsMode = needsMode
         self.archivePath = archivePath
         self.destination = destination
         self.files = plan.files
