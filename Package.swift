@@ -5,7 +5,10 @@ let package = Package(
     name: "miniapp",
     platforms: [.macOS(.v14)],
     products: [
+        .library(name: "MiniAppCore", targets: ["MiniAppCore"]),
+        .library(name: "MiniAppPermissions", targets: ["MiniAppPermissions"]),
         .library(name: "MiniAppKit", targets: ["MiniAppKit"]),
+        .library(name: "MiniAppRegistry", targets: ["MiniAppRegistry"]),
         .executable(name: "miniapp", targets: ["miniapp"]),
     ],
     dependencies: [
@@ -29,11 +32,27 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         .target(name: "CMiniAppSystem"),
+        // The parsers of untrusted input (archives, manifests, platform answers, cache records,
+        // signatures and keys, identifiers): Foundation and the C libraries only, so that the fuzzers
+        // build them as they are.
+        .target(
+            name: "MiniAppCore",
+            dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem"]
+        ),
+        // The permission store (SQLite).
+        .target(
+            name: "MiniAppPermissions",
+            dependencies: [
+                "MiniAppCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The client a host service imports: platform client, download, install, cache, launch gate.
         .target(
             name: "MiniAppKit",
             dependencies: [
-                "CMiniAppArchive",
-                "CMiniAppOpenSSL",
+                "MiniAppCore",
+                "MiniAppPermissions",
                 "CMiniAppSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -41,7 +60,16 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The publisher's side: publish into a registry folder, and serve it over the platform API.
+        .target(
+            name: "MiniAppRegistry",
+            dependencies: [
+                "MiniAppCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
@@ -50,6 +78,7 @@ let package = Package(
             name: "miniapp",
             dependencies: [
                 "MiniAppKit",
+                "MiniAppRegistry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -58,6 +87,7 @@ let package = Package(
             name: "MiniAppTestSupport",
             dependencies: [
                 "MiniAppKit",
+                "MiniAppRegistry",
                 "CMiniAppArchive",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -68,12 +98,12 @@ let package = Package(
         ),
         .testTarget(
             name: "MiniAppKitTests",
-            dependencies: ["MiniAppKit", "MiniAppTestSupport", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(
             name: "miniappTests",
             dependencies: [
-                "miniapp", "MiniAppKit", "MiniAppTestSupport",
+                "miniapp", "MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

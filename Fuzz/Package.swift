@@ -1,9 +1,9 @@
 // swift-tools-version:6.1
-// libFuzzer targets for MiniAppKit's parsers of untrusted input. Build and run with Fuzz/run.
+// libFuzzer targets for MiniAppCore, the parsers of untrusted input. Build and run with Fuzz/run.
 //
-// The instrumented build compiles MiniAppKit's own sources without its network, database and cache
-// stack (AsyncHTTPClient, NIO, GRDB, Hummingbird): Fuzz/run links them into Sources/MiniAppKit, all but
-// the files listed there, so that an AddressSanitizer build takes a minute rather than nine.
+// MiniAppCore depends on Foundation and the C libraries only: Fuzz/run links the main package's module
+// folder here as it is, so that an AddressSanitizer build takes seconds and needs no network, database
+// or server package.
 import PackageDescription
 
 let package = Package(
@@ -13,11 +13,11 @@ let package = Package(
         .systemLibrary(name: "CMiniAppOpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "CMiniAppSystem"),
         // Testable, so that the fuzzers reach internal parsers (the install record's JSON reader).
-        .target(name: "MiniAppKit", dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem"], swiftSettings: [.unsafeFlags(["-enable-testing"])]),
+        .target(name: "MiniAppCore", dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem"], swiftSettings: [.unsafeFlags(["-enable-testing"])]),
         .target(name: "FuzzSupport"),
-        .executableTarget(name: "FuzzArchive", dependencies: ["FuzzSupport", "MiniAppKit"]),
-        .executableTarget(name: "FuzzDecoders", dependencies: ["FuzzSupport", "MiniAppKit"]),
-        .executableTarget(name: "FuzzSignature", dependencies: ["FuzzSupport", "MiniAppKit"]),
+        .executableTarget(name: "FuzzArchive", dependencies: ["FuzzSupport", "MiniAppCore"]),
+        .executableTarget(name: "FuzzDecoders", dependencies: ["FuzzSupport", "MiniAppCore"]),
+        .executableTarget(name: "FuzzSignature", dependencies: ["FuzzSupport", "MiniAppCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MiniAppKit
+import MiniAppRegistry
 
 /// Output options of the publisher commands, which need no platform.
 struct OutputOptions: ParsableArguments {

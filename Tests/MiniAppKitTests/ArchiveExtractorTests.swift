@@ -3,6 +3,7 @@ import MiniAppTestSupport
 import Testing
 
 @testable import MiniAppKit
+@testable import MiniAppCore
 
 @Suite struct ArchiveExtractorTests {
     /// Extracts `bytes` on one thread and again on three, and requires both to agree: the same files

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import MiniAppKit
+@testable import MiniAppCore
 
 struct BundleFileListTests {
     let sample = BundleFileList(

@@ -4,6 +4,8 @@ import NIOConcurrencyHelpers
 import Testing
 
 @testable import MiniAppKit
+@testable import MiniAppCore
+import MiniAppRegistry
 
 /// A platform with one app whose versions are real zips signed at test time.
 struct SignedPlatform {

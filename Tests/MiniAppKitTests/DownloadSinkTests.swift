@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 
 @testable import MiniAppKit
+@testable import MiniAppCore
 
 struct DownloadSinkTests {
     @Test func writesAndHashesInOrderAcrossARestart() async throws {

@@ -3,6 +3,7 @@ import MiniAppTestSupport
 import Testing
 
 @testable import MiniAppKit
+@testable import MiniAppCore
 
 @Suite struct ManifestSchemaTests {
     let manifests = repositoryRoot.appendingPathComponent("Manifests")

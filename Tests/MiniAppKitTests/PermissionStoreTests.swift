@@ -3,6 +3,7 @@ import MiniAppTestSupport
 import Testing
 
 @testable import MiniAppKit
+@testable import MiniAppCore
 
 @Suite struct PermissionStoreTests {
     let cache = try! TemporaryDirectory.make().path

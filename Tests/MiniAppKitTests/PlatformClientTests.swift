@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import Testing
 
 @testable import MiniAppKit
+@testable import MiniAppCore
 
 /// Fast retries so that failure tests end quickly.
 let fastNetwork = NetworkSettings(

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import MiniAppKit
+@testable import MiniAppCore
 
 struct JSONReaderTests {
     /// Documents on both sides of the grammar; the reader must agree with Foundation's decoder on each.

@@ -1,6 +1,7 @@
 import CMiniAppArchive
 import Foundation
 import MiniAppKit
+import MiniAppCore
 
 /// A signed bundle made at test time.
 public struct SignedBundle: Sendable {

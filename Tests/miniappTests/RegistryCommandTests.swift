@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import MiniAppKit
+import MiniAppCore
 import MiniAppTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import MiniAppKit
+import MiniAppCore
 import MiniAppTestSupport
 import Testing
 

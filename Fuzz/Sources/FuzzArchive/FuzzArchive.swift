@@ -1,6 +1,6 @@
 import Foundation
 import FuzzSupport
-import MiniAppKit
+import MiniAppCore
 
 /// The archive reader on arbitrary bytes: it must refuse or extract, never crash, and never write
 /// outside its destination.

@@ -1,6 +1,6 @@
 import Foundation
 import FuzzSupport
-@testable import MiniAppKit
+@testable import MiniAppCore
 
 /// The manifest, platform answer and cache file decoders on arbitrary bytes: decode or refuse, never
 /// crash; and the cache's own JSON reader reads what it accepts as Foundation does.

@@ -1,6 +1,6 @@
 import Foundation
 import FuzzSupport
-import MiniAppKit
+import MiniAppCore
 
 /// The signature and key parsers on arbitrary bytes: the first bytes pick what to feed, the rest is
 /// the input. A random input must never verify, and nothing may crash.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MiniAppCore
 
 /// The on-disk cache of installed versions for one ``CacheNamespace``.
 ///
@@ -89,10 +90,10 @@ public struct BundleCache: Sendable {
 
     /// Every cached version of `appId` (or of every app), most recently installed first.
     public func records(appId: String? = nil) -> [InstallRecord] {
-        let apps = appId.map { [$0] } ?? Self.children(of: namespaceDirectory).filter { Identifier.isValid($0) }
+        let apps = appId.map { [$0] } ?? FileReading.children(of: namespaceDirectory).filter { Identifier.isValid($0) }
         var records: [InstallRecord] = []
         for app in apps where Identifier.isValid(app) {
-            for version in Self.children(of: namespaceDirectory + "/" + app) {
+            for version in FileReading.children(of: namespaceDirectory + "/" + app) {
                 if let record = record(appId: app, versionId: version) { records.append(record) }
             }
         }
@@ -334,7 +335,7 @@ public struct BundleCache: Sendable {
     /// Deletes what is in the trash; each entry is claimed with a rename so two processes never
     /// delete the same tree.
     public func emptyTrash() {
-        for entry in Self.children(of: trashDirectory) where !entry.hasSuffix(".deleting") {
+        for entry in FileReading.children(of: trashDirectory) where !entry.hasSuffix(".deleting") {
             let claimed = trashDirectory + "/" + entry + "." + UUID().uuidString.prefix(8) + ".deleting"
             guard rename(trashDirectory + "/" + entry, claimed) == 0 else { continue }
             try? FileManager.default.removeItem(atPath: claimed)
@@ -344,15 +345,15 @@ public struct BundleCache: Sendable {
     /// Cleans what killed processes left: scratch folders whose version lock is free, and version
     /// folders without a record.
     public func sweep() {
-        for entry in Self.children(of: temporaryRoot) {
+        for entry in FileReading.children(of: temporaryRoot) {
             let parts = entry.split(separator: "@").map(String.init)
             guard parts.count == 3, parts[0] == namespace.key,
                   let lock = FileLock.tryAcquire(lockPath(appId: parts[1], versionId: parts[2])) else { continue }
             discard(temporaryRoot + "/" + entry)
             withExtendedLifetime(lock) {}
         }
-        for app in Self.children(of: namespaceDirectory) where Identifier.isValid(app) {
-            for version in Self.children(of: namespaceDirectory + "/" + app) where Identifier.isValid(version) {
+        for app in FileReading.children(of: namespaceDirectory) where Identifier.isValid(app) {
+            for version in FileReading.children(of: namespaceDirectory + "/" + app) where Identifier.isValid(version) {
                 let directory = versionDirectory(appId: app, versionId: version)
                 guard !FileManager.default.fileExists(atPath: directory + "/record.json"),
                       let lock = FileLock.tryAcquire(lockPath(appId: app, versionId: version)) else { continue }
@@ -360,7 +361,7 @@ public struct BundleCache: Sendable {
                 withExtendedLifetime(lock) {}
             }
         }
-        for entry in Self.children(of: trashDirectory) where entry.hasSuffix(".deleting") {
+        for entry in FileReading.children(of: trashDirectory) where entry.hasSuffix(".deleting") {
             try? FileManager.default.removeItem(atPath: trashDirectory + "/" + entry)
         }
         emptyTrash()
@@ -368,15 +369,10 @@ public struct BundleCache: Sendable {
 
     /// Every namespace that has a folder under the cache root.
     public static func namespaces(root: String) -> [CacheNamespace] {
-        children(of: root + "/bundles").sorted().compactMap { key in
+        FileReading.children(of: root + "/bundles").sorted().compactMap { key in
             guard let data = FileManager.default.contents(atPath: root + "/bundles/" + key + "/platform.json"),
                   let namespace = try? JSONDecoder().decode(CacheNamespace.self, from: data), namespace.key == key else { return nil }
             return namespace
         }
-    }
-
-    /// The names in a folder, or none when it cannot be read.
-    static func children(of directory: String) -> [String] {
-        (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MiniAppCore
 
 /// Walks an installed bundle folder and compares it with its install-time file list.
 struct BundleInspector {

@@ -1,3 +1,4 @@
+import MiniAppCore
 /// The part of the cache that belongs to one platform and project, so that several environments can
 /// share one cache directory safely.
 public struct CacheNamespace: Sendable, Equatable, Codable {

@@ -1,4 +1,5 @@
 import Foundation
+import MiniAppCore
 
 /// Settings given on the command line; `nil` means "not given here".
 public struct ConfigurationOverrides: Sendable, Equatable {
@@ -100,7 +101,7 @@ public struct ConfigurationLoader: Sendable {
             configuration.signaturePolicy = value
         }
         if let language = try lookup.string("lang", flag: "--lang", variable: "MINIAPP_LANG", override: overrides.language) {
-            guard Self.isValidLanguage(language.value) else {
+            guard ManifestLocalizer.isValidLanguage(language.value) else {
                 throw .invalidValue(setting: "language", source: language.source, value: language.value,
                                     expected: "use a language code such as en, ja-JP or default")
             }
@@ -109,14 +110,6 @@ public struct ConfigurationLoader: Sendable {
         configuration.network = try lookup.networkSettings()
         try lookup.applyCacheSettings(to: &configuration)
         return configuration
-    }
-
-    /// Whether `code` looks like a language code (`en`, `ja-JP`, `zh_Hant`, `default`).
-    public static func isValidLanguage(_ code: String) -> Bool {
-        !code.isEmpty && code.utf8.count <= 35 && code.utf8.allSatisfy { byte in
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-        }
     }
 
     private func defaultCacheDirectory() -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import MiniAppCore
 
 /// Where the platform API lives: a remote base URL or a local registry directory.
 public enum PlatformLocation: Sendable, Equatable, CustomStringConvertible {

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import MiniAppCore
 
 /// What a finished download wrote.
 struct DownloadedFile: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MiniAppCore
 
 /// Downloads, verifies, unpacks and caches versions, fail-closed: any failure leaves the cache as it was.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import MiniAppCore
 
 /// The file a download writes, and the digest of what it holds.
 ///

@@ -1,4 +1,5 @@
 import Logging
+import MiniAppCore
 
 /// The platform API of platform-api.md, whatever serves it: a remote platform or a local registry.
 public protocol PlatformAPI: Sendable {

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import MiniAppCore
 
 /// A complete platform answer: status, headers and the whole body.
 struct HTTPAnswer: Sendable {

@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import MiniAppCore
 
 /// A client for a remote platform API over HTTP, with retries, timeouts and lenient decoding.
 ///
@@ -114,7 +115,7 @@ public final class PlatformClient: PlatformAPI {
     public func metadata(appId: String, versionId: String, language: String) async throws -> BundleManifest {
         try Identifier.validate(appId, as: .app)
         try Identifier.validate(versionId, as: .version)
-        guard ConfigurationLoader.isValidLanguage(language) else {
+        guard ManifestLocalizer.isValidLanguage(language) else {
             throw ConfigurationError.invalidValue(setting: "language", source: "the caller", value: language, expected: "use a language code such as en, ja-JP or default")
         }
         let resource = "the metadata of version \(versionId) of app \(appId)"

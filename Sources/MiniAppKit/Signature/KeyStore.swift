@@ -1,4 +1,5 @@
 import Foundation
+import MiniAppCore
 
 /// Public keys fetched from a platform, kept on disk for a while so that each install does not fetch them.
 struct KeyStore: Sendable {

@@ -1,3 +1,4 @@
+import MiniAppCore
 /// The result of checking one bundle's signature, before the policy is applied.
 struct SignatureOutcome: Sendable {
     /// What the check found.

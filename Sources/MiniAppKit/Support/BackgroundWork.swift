@@ -1,4 +1,5 @@
 import Dispatch
+import MiniAppCore
 
 /// Work handed to threads of its own, which ``wait()`` waits for: freeing what an install no longer
 /// needs (a 25 MB zip takes 3.5 ms to delete) while the install goes on to commit.

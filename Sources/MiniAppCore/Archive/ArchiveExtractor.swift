@@ -1,0 +1,404 @@
+import Foundation
+import Synchronization
+internal import CMiniAppArchive
+
+/// What an extraction produced.
+public struct ExtractionResult: Sendable {
+    /// The folder holding `index.html`: the destination, or its single top folder.
+    public var bundleDirectory: String
+    /// Every regular file, relative to ``bundleDirectory``, sorted by path.
+    public var files: [BundleFile]
+    /// Every folder, relative to ``bundleDirectory`` (`.` for itself), sorted by path.
+    public var directories: [String]
+    /// The bytes written.
+    public var unpackedBytes: Int64
+}
+
+/// Unpacks a zip with libarchive, refusing anything that is not plainly a bundle of files and folders.
+///
+/// Two passes. The first reads every entry header (the zip's central directory makes that cheap) and
+/// refuses the archive for any unsafe name, kind, duplicate or entry count before a byte is written;
+/// it creates the folders. The second inflates, writes and hashes the files on several threads, each
+/// with its own reader, taking the next file in archive order as it finishes one; the byte and ratio
+/// limits count real bytes across all of them.
+public struct ArchiveExtractor: Sendable {
+    /// The limits applied.
+    public var limits: ExtractionLimits
+    /// The most threads the second pass uses; 1 extracts on the calling thread only.
+    public var maxThreads: Int
+    /// Archives declaring fewer bytes than this are extracted on the calling thread only: a thread
+    /// costs more than it saves on a small bundle.
+    package var parallelMinimumBytes: Int64 = 2 << 20
+
+    /// An extractor with the given limits, using up to `maxThreads` threads (by default one per core,
+    /// at most four).
+    public init(limits: ExtractionLimits = ExtractionLimits(), maxThreads: Int = min(ProcessEnvironment.processorCount, 4)) {
+        self.limits = limits
+        self.maxThreads = max(maxThreads, 1)
+    }
+
+    /// Extracts the zip at `archivePath` into `destination`, a new folder that must not exist yet.
+    ///
+    /// Files get mode 0644 and folders 0755. On failure, `destination` may hold part of the archive:
+    /// the caller owns it and removes it.
+    public func extract(_ archivePath: String, into destination: String) throws(ArchiveError) -> ExtractionResult {
+        var info = stat()
+        let archiveSize = stat(archivePath, &info) == 0 ? Int64(info.st_size) : 0
+        guard mkdir(destination, 0o755) == 0 else { throw Self.ioError(destination) }
+        // The umask, read once per extraction: a chmod per file and folder only when it takes bits.
+        let exact = ProcessEnvironment.exactModes([0o644, 0o755])
+        if !exact.contains(0o755) { chmod(destination, 0o755) }
+
+        let plan = try UTF8Locale.run { () throws(ArchiveError) in try ExtractionPlan.scan(archivePath, limits: limits) }
+        try plan.makeDirectories(in: destination, needsMode: !exact.contains(0o755))
+        let job = ExtractionJob(archivePath: archivePath, destination: destination, plan: plan, limits: limits, archiveSize: archiveSize, needsMode: !exact.contains(0o644))
+        job.run(threads: plan.declaredBytes < parallelMinimumBytes ? 1 : min(maxThreads, plan.files.count))
+        if let failure = job.firstFailure { throw failure }
+        return try plan.result(destination: destination, files: job.records.compactMap { $0 }, unpackedBytes: job.unpacked.load(ordering: .relaxed))
+    }
+
+    package static func message(_ archive: OpaquePointer) -> String {
+        archive_error_string(archive).map { String(cString: $0) } ?? "libarchive error \(archive_errno(archive))"
+    }
+
+    package static func ioError(_ path: String, errorNumber: Int32 = errno) -> ArchiveError {
+        .io(path: path, reason: String(cString: strerror(errorNumber)), diskFull: errorNumber == ENOSPC || errorNumber == EDQUOT)
+    }
+}
+
+/// One libarchive zip reader over a file, freed with the value.
+private final class ArchiveReader {
+    package let handle: OpaquePointer
+
+    package init(_ path: String, blockSize: Int) throws(ArchiveError) {
+        guard let handle = archive_read_new() else { throw .corrupt(reason: "libarchive cannot allocate a reader") }
+        self.handle = handle
+        archive_read_support_format_zip_seekable(handle)
+        guard archive_read_open_filename(handle, path, blockSize) == CMiniAppArchive_OK() else {
+            throw .corrupt(reason: message)
+        }
+    }
+
+    deinit {
+        archive_read_free(handle)
+    }
+
+    /// The next entry header, or `nil` at the end.
+    package func next() throws(ArchiveError) -> OpaquePointer? {
+        var entry: OpaquePointer?
+        let status = archive_read_next_header(handle, &entry)
+        if status == CMiniAppArchive_EOF() { return nil }
+        guard status == CMiniAppArchive_OK(), let entry else { throw .corrupt(reason: message) }
+        return entry
+    }
+
+    package var message: String { ArchiveExtractor.message(handle) }
+}
+
+/// What the first pass learned: every name checked, the folders, and the files to write in archive order.
+private struct ExtractionPlan {
+    package struct File {
+        /// The entry's position among all entries, folders included.
+        var ordinal: Int
+        /// The entry's name as stored, for messages and for the second pass to check.
+        var name: String
+        /// The cleaned path relative to the destination.
+        var path: String
+    }
+
+    package var files: [File] = []
+    package var directories: [String] = []
+    package var seen: [String: Bool] = [:]  // path -> isDirectory
+    /// The folder of the last entry added, all of whose ancestors are in `seen` as folders.
+    package var lastFolder: Substring = ""
+    package var entryCount = 0
+    package var declaredBytes: Int64 = 0
+
+    package static func scan(_ archivePath: String, limits: ExtractionLimits) throws(ArchiveError) -> ExtractionPlan {
+        let reader = try ArchiveReader(archivePath, blockSize: 4 * 1024)
+        var plan = ExtractionPlan()
+        while let entry = try reader.next() {
+            try plan.add(entry, limits: limits)
+        }
+        guard plan.entryCount > 0 else { throw .corrupt(reason: "the archive is empty") }
+        return plan
+    }
+
+    package mutating func add(_ entry: OpaquePointer, limits: ExtractionLimits) throws(ArchiveError) {
+        let ordinal = entryCount
+        entryCount += 1
+        guard entryCount <= limits.maxEntries else { throw .tooManyEntries(limit: limits.maxEntries) }
+        guard let rawName = archive_entry_pathname_utf8(entry) ?? archive_entry_pathname(entry) else {
+            throw .unsafePath(entry: "#\(entryCount)", reason: "has a name that is not valid text")
+        }
+        guard let name = String(validatingCString: rawName) else {
+            throw .unsafePath(entry: String(cString: rawName), reason: "has a name that is not valid UTF-8")
+        }
+        let path = try ArchivePath.path(of: name)
+
+        let type = archive_entry_filetype(entry) & CMiniAppArchive_AE_IFMT()
+        if archive_entry_hardlink(entry) != nil { throw .unsupportedEntry(entry: name, kind: "hard link") }
+        if archive_entry_symlink(entry) != nil || type == CMiniAppArchive_AE_IFLNK() { throw .unsupportedEntry(entry: name, kind: "symbolic link") }
+        let isDirectory: Bool
+        switch type {
+        case CMiniAppArchive_AE_IFREG(): isDirectory = false
+        case CMiniAppArchive_AE_IFDIR(): isDirectory = true
+        default: throw .unsupportedEntry(entry: name, kind: ExtractionKinds.name(type))
+        }
+        if archive_entry_is_encrypted(entry) != 0 { throw .encryptedEntry(entry: name) }
+        if name.hasSuffix("/") && !isDirectory { throw .unsafePath(entry: name, reason: "is a file whose name ends with /") }
+
+        if path.isEmpty {
+            guard isDirectory else { throw .unsafePath(entry: name, reason: "has an empty name") }
+            return
+        }
+        if seen[path] != nil { throw .duplicateEntry(entry: name) }
+        try addParents(of: path, entry: name)
+        seen[path] = isDirectory
+        if isDirectory {
+            directories.append(path)
+        } else {
+            files.append(File(ordinal: ordinal, name: name, path: path))
+            if archive_entry_size_is_set(entry) != 0 { declaredBytes += max(archive_entry_size(entry), 0) }
+        }
+    }
+
+    /// Registers the folders above `path` (implied when the archive does not list them), refusing a
+    /// folder that is already a file, or that was spelled with other bytes (Swift strings compare
+    /// canonically equivalent spellings as equal; the file system does not). Entries come grouped by
+    /// folder, so the last entry's folder, whose ancestors are all known folders already, is skipped.
+    private mutating func addParents(of path: String, entry name: String) throws(ArchiveError) {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return }
+        let folder = path[..<slash]
+        guard !folder.utf8.elementsEqual(lastFolder.utf8) else { return }
+        var end = folder.utf8.startIndex
+        while end != folder.utf8.endIndex {
+            end = folder.utf8[folder.utf8.index(after: end)...].firstIndex(of: UInt8(ascii: "/")) ?? folder.utf8.endIndex
+            let parent = String(folder[..<end])
+            if let known = seen.index(forKey: parent) {
+                guard seen[known].value, seen[known].key.utf8.elementsEqual(parent.utf8) else { throw .duplicateEntry(entry: name) }
+                continue
+            }
+            seen[parent] = true
+            directories.append(parent)
+        }
+        lastFolder = folder
+    }
+
+    /// Creates every folder, parents first (each is listed after its parents), and sets its mode to
+    /// 0755 when `needsMode` (the umask took bits from it).
+    package func makeDirectories(in destination: String, needsMode: Bool) throws(ArchiveError) {
+        for directory in directories {
+            let target = destination + "/" + directory
+            guard mkdir(target, 0o755) == 0 else { throw ArchiveExtractor.ioError(target) }
+            if needsMode { chmod(target, 0o755) }
+        }
+    }
+
+    /// The bundle folder (the destination, or its one top folder holding index.html) and `written`,
+    /// the files as the second pass recorded them.
+    package func result(destination: String, files written: [BundleFile], unpackedBytes: Int64) throws(ArchiveError) -> ExtractionResult {
+        let sorted = written.sorted { $0.path < $1.path }
+        if seen["index.html"] == false {
+            return ExtractionResult(bundleDirectory: destination, files: sorted, directories: (["."] + directories).sorted(), unpackedBytes: unpackedBytes)
+        }
+        let tops = Set(seen.keys.map { String($0.split(separator: "/", maxSplits: 1)[0]) })
+        guard tops.count == 1, let top = tops.first, seen[top] == true, seen[top + "/index.html"] == false else {
+            throw .missingIndex
+        }
+        let stripped = sorted.map { file in
+            var file = file
+            file.path = String(file.path.dropFirst(top.count + 1))
+            return file
+        }
+        let inside = directories.filter { $0.hasPrefix(top + "/") }.map { String($0.dropFirst(top.count + 1)) }
+        return ExtractionResult(bundleDirectory: destination + "/" + top, files: stripped, directories: (["."] + inside).sorted(), unpackedBytes: unpackedBytes)
+    }
+}
+
+/// The second pass, shared by its threads: which file is next, the bytes written so far, the records
+/// and the failures.
+private final class ExtractionJob: @unchecked Sendable {
+    package let archivePath: String
+    package let destination: String
+    package let files: [ExtractionPlan.File]
+    package let limits: ExtractionLimits
+    package let archiveSize: Int64
+    /// Whether each file needs a chmod to 0644 (the umask takes bits from it).
+    package let needsMode: Bool
+    package let next = Atomic<Int>(0)
+    package let unpacked = Atomic<Int64>(0)
+    package let stopped = Atomic<Bool>(false)
+    /// Slot `i` is written only by the thread that took file `i`, and read after every thread ended.
+    package let records: UnsafeMutableBufferPointer<BundleFile?>
+    private let failures = Mutex<[(index: Int, error: ArchiveError)]>([])
+
+    package init(archivePath: String, destination: String, plan: ExtractionPlan, limits: ExtractionLimits, archiveSize: Int64, needsMode: Bool) {
+        self.needsMode = needsMode
+        self.archivePath = archivePath
+        self.destination = destination
+        self.files = plan.files
+        self.limits = limits
+        self.archiveSize = archiveSize
+        records = .allocate(capacity: plan.files.count)
+        records.initialize(repeating: nil)
+    }
+
+    deinit {
+        records.deinitialize()
+        records.deallocate()
+    }
+
+    /// The failure of the earliest file, when any failed.
+    package var firstFailure: ArchiveError? {
+        failures.withLock { $0.min { $0.index < $1.index }?.error }
+    }
+
+    /// Extracts every file on `threads` threads, the calling one included, and returns when all ended.
+    package func run(threads: Int) {
+        WorkerThreads.run(threads, name: "miniapp.unzip") { _ in UTF8Locale.run { self.work() } }
+    }
+
+    private func fail(_ index: Int, _ error: ArchiveError) {
+        failures.withLock { $0.append((index, error)) }
+        stopped.store(true, ordering: .relaxed)
+    }
+
+    /// One thread's loop: take the next file, move this thread's reader forward to it, write it.
+    private func work() {
+        let reader: ArchiveReader
+        do {
+            reader = try ArchiveReader(archivePath, blockSize: 128 * 1024)
+        } catch {
+            fail(-1, error)
+            return
+        }
+        var ordinal = -1
+        var entry: OpaquePointer?
+        while !stopped.load(ordering: .relaxed) {
+            let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+            guard index < files.count else { return }
+            let file = files[index]
+            do throws(ArchiveError) {
+                while ordinal < file.ordinal {
+                    entry = try reader.next()
+                    ordinal += 1
+                    guard entry != nil else { throw .corrupt(reason: "the archive ended before entry \(file.name)") }
+                }
+                guard let entry, let rawName = archive_entry_pathname_utf8(entry) ?? archive_entry_pathname(entry),
+                      String(cString: rawName) == file.name else {
+                    throw .corrupt(reason: "the archive changed while it was read")
+                }
+                records[index] = try write(file, from: reader)
+            } catch {
+                fail(index, error)
+                return
+            }
+        }
+    }
+
+    /// Writes one file's data, hashing it and counting its bytes against the limits.
+    private func write(_ file: ExtractionPlan.File, from reader: ArchiveReader) throws(ArchiveError) -> BundleFile {
+        let target = destination + "/" + file.path
+        let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            if errno == EEXIST { throw .duplicateEntry(entry: file.name) }
+            throw ArchiveExtractor.ioError(target)
+        }
+        defer { close(descriptor) }
+        if needsMode { fchmod(descriptor, 0o644) }
+        let digest = SHA256Digest()
+        var size: Int64 = 0
+        while true {
+            var block: UnsafeRawPointer?
+            var length = 0
+            var offset: la_int64_t = 0
+            let status = archive_read_data_block(reader.handle, &block, &length, &offset)
+            if status == CMiniAppArchive_EOF() { break }
+            guard status == CMiniAppArchive_OK() else { throw .corrupt(reason: "\(file.name): \(reader.message)") }
+            guard offset == size else { throw .corrupt(reason: "\(file.name): its data has a gap") }
+            guard length > 0, let block else { continue }
+            size += Int64(length)
+            let total = unpacked.wrappingAdd(Int64(length), ordering: .relaxed).newValue
+            guard total <= limits.maxUnpackedBytes else { throw .tooLarge(limitBytes: limits.maxUnpackedBytes) }
+            if total > limits.ratioFloorBytes, Double(total) > limits.maxCompressionRatio * Double(max(archiveSize, 1)) {
+                throw .compressionRatio(limit: limits.maxCompressionRatio)
+            }
+            let bytes = UnsafeRawBufferPointer(start: block, count: length)
+            digest.update(bytes)
+            var written = 0
+            while written < length {
+                let result = Glibc.write(descriptor, block + written, length - written)
+                guard result > 0 else {
+                    if result < 0 && errno == EINTR { continue }
+                    throw ArchiveExtractor.ioError(target)
+                }
+                written += result
+            }
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw ArchiveExtractor.ioError(target) }
+        return BundleFile(
+            path: file.path, size: size, sha256: digest.finalize().hexString,
+            changedAt: FileTimestamp(info.st_ctim)
+        )
+    }
+}
+
+/// The rules a path inside a bundle must follow.
+package enum ArchivePath {
+    /// The name's components with `.` and empty ones dropped, after refusing every unsafe spelling.
+    package static func components(of name: String) throws(ArchiveError) -> [String] {
+        try cleanedBytes(of: name).split(separator: UInt8(ascii: "/")).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The name with `.` and empty components dropped (`a//./b` is `a/b`), after refusing every unsafe
+    /// spelling.
+    package static func path(of name: String) throws(ArchiveError) -> String {
+        String(decoding: try cleanedBytes(of: name), as: UTF8.self)
+    }
+
+    /// The checks and the cleaning, on the UTF-8 bytes as the kernel reads a path: a component ends at
+    /// every `/` byte.
+    private static func cleanedBytes(of name: String) throws(ArchiveError) -> [UInt8] {
+        let bytes = Array(name.utf8)
+        if bytes.first == UInt8(ascii: "/") { throw .unsafePath(entry: name, reason: "is an absolute path") }
+        if bytes.contains(UInt8(ascii: "\\")) { throw .unsafePath(entry: name, reason: "contains a backslash") }
+        // Bytes of multi-byte characters are all 0x80 or above: this finds exactly the C0 controls and DEL.
+        if bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            throw .unsafePath(entry: name, reason: "contains control characters")
+        }
+        if bytes.contains(UInt8(ascii: ":")), let first = name.unicodeScalars.first,
+           name.unicodeScalars.dropFirst().first == ":", first.properties.isAlphabetic {
+            throw .unsafePath(entry: name, reason: "starts with a drive letter")
+        }
+        if bytes.count > 1024 { throw .unsafePath(entry: name, reason: "is longer than 1024 bytes") }
+        var cleaned: [UInt8] = []
+        cleaned.reserveCapacity(bytes.count)
+        for component in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+            if component.count == 1 && component.first == UInt8(ascii: ".") { continue }
+            if component.count == 2 && component.allSatisfy({ $0 == UInt8(ascii: ".") }) {
+                throw .unsafePath(entry: name, reason: "climbs out with ..")
+            }
+            if component.count > 255 { throw .unsafePath(entry: name, reason: "has a component longer than 255 bytes") }
+            if !cleaned.isEmpty { cleaned.append(UInt8(ascii: "/")) }
+            cleaned.append(contentsOf: component)
+        }
+        return cleaned
+    }
+}
+
+/// Names of file types, for messages.
+enum ExtractionKinds {
+    /// What a file of mode `mode` is called.
+    package static func name(_ mode: UInt32) -> String {
+        switch mode & 0o170000 {
+        case 0o020000: return "character device"
+        case 0o060000: return "block device"
+        case 0o010000: return "named pipe"
+        case 0o140000: return "socket"
+        case 0o120000: return "symbolic link"
+        default: return "special file"
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+/// A cache operation that failed.
+public enum CacheError: CategorizedError, Equatable {
+    /// Asked for a version from the cache alone, and it is not there.
+    case notCached(appId: String, versionId: String?)
+    /// Another process holds the version's lock and did not finish in time.
+    case busy(appId: String, versionId: String, waitedSeconds: Int)
+    /// A cached version is damaged and cannot be repaired now.
+    case damaged(appId: String, versionId: String, problems: [String])
+    /// Reading or writing the cache failed.
+    case io(path: String, reason: String, diskFull: Bool)
+
+    public var category: ErrorCategory {
+        switch self {
+        case .notCached: return .notFound
+        case .busy: return .busy
+        case .damaged: return .badData
+        case .io: return .localIO
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .notCached(let appId, let versionId):
+            let what = versionId.map { "version \($0) of app \(appId)" } ?? "app \(appId)"
+            return "\(what) is not in the cache and --offline forbids the network: run without --offline to fetch it"
+        case .busy(let appId, let versionId, let waited):
+            return "version \(versionId) of app \(appId) is locked by another miniapp process (waited \(waited) s): retry when it has finished"
+        case .damaged(let appId, let versionId, let problems):
+            let shown = problems.prefix(3).joined(separator: ", ") + (problems.count > 3 ? ", ..." : "")
+            return "cached version \(versionId) of app \(appId) is damaged (\(shown)) and cannot be repaired offline: run without --offline to reinstall it"
+        case .io(let path, let reason, let diskFull):
+            return "cannot write \(path): \(reason)\(diskFull ? "; free some disk space and retry" : "; check --cache-dir and its permissions")"
+        }
+    }
+
+    /// The error for a failed system call on `path`, from `errno`.
+    package static func system(_ path: String, errorNumber: Int32 = errno) -> CacheError {
+        .io(path: path, reason: String(cString: strerror(errorNumber)), diskFull: errorNumber == ENOSPC || errorNumber == EDQUOT)
+    }
+
+    /// The error for a Foundation file operation that threw.
+    package static func foundation(_ path: String, _ error: any Error) -> CacheError {
+        let nsError = error as NSError
+        let underlying = (nsError.userInfo[NSUnderlyingErrorKey] as? NSError)
+        let code = Int32(underlying?.domain == NSPOSIXErrorDomain ? underlying!.code : (nsError.domain == NSPOSIXErrorDomain ? nsError.code : 0))
+        if code != 0 { return system(path, errorNumber: code) }
+        let diskFull = nsError.domain == NSCocoaErrorDomain && nsError.code == NSFileWriteOutOfSpaceError
+        return .io(path: path, reason: nsError.localizedDescription, diskFull: diskFull)
+    }
+}

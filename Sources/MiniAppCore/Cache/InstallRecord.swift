@@ -1,0 +1,210 @@
+import Foundation
+
+/// Where a command got the bundle it reports.
+public enum InstallSource: String, Sendable, Codable {
+    /// Downloaded by this command.
+    case network
+    /// Reused from the cache.
+    case cache
+    /// Installed from a local zip.
+    case bundle
+}
+
+/// What the signature check said when the version was installed.
+public enum SignatureStatus: String, Sendable, Codable {
+    /// Checked and valid.
+    case verified
+    /// Not checked: no signature, or nothing to check it with (advisory policy only).
+    case unverified
+    /// Checked and invalid (advisory policy only).
+    case failed
+}
+
+/// A cached version, as spec/cli.md documents it; written last, so a version without one does not exist.
+public struct InstallRecord: Sendable, Equatable, Codable {
+    /// The app id.
+    public var id: String
+    /// The version id.
+    public var versionId: String
+    /// The version tag, when the platform reported one.
+    public var versionTag: String?
+    /// The folder holding `index.html`.
+    public var path: String
+    /// Where the command that reports this record got the bundle.
+    public var source: InstallSource
+    /// The signature check's result at install time.
+    public var signature: SignatureStatus
+    /// Why the signature is not `verified`, when it is not.
+    public var signatureDetail: String?
+    /// The id of the key that verified the signature.
+    public var keyId: String?
+    /// The lowercase hex SHA-256 of the zip.
+    public var sha256: String
+    /// The sum of the sizes of the installed files.
+    public var sizeBytes: Int64
+    /// When the version was installed.
+    public var installedAt: Date
+    /// When the version was last downloaded, installed or loaded.
+    public var lastUsedAt: Date
+    /// The platform the version came from (a URL, a registry directory, or `local`).
+    public var platform: String
+    /// The project id the version came from, when there is one.
+    public var projectId: String?
+
+    /// A record with the given values.
+    public init(
+        id: String, versionId: String, versionTag: String?, path: String, source: InstallSource,
+        signature: SignatureStatus, signatureDetail: String? = nil, keyId: String? = nil, sha256: String,
+        sizeBytes: Int64, installedAt: Date, lastUsedAt: Date, platform: String, projectId: String?
+    ) {
+        self.id = id
+        self.versionId = versionId
+        self.versionTag = versionTag
+        self.path = path
+        self.source = source
+        self.signature = signature
+        self.signatureDetail = signatureDetail
+        self.keyId = keyId
+        self.sha256 = sha256
+        self.sizeBytes = sizeBytes
+        self.installedAt = installedAt
+        self.lastUsedAt = lastUsedAt
+        self.platform = platform
+        self.projectId = projectId
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, versionId, versionTag, path, source, signature, signatureDetail, keyId, sha256, sizeBytes
+        case installedAt, lastUsedAt, platform, projectId
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(versionId, forKey: .versionId)
+        try container.encode(versionTag, forKey: .versionTag)
+        try container.encode(path, forKey: .path)
+        try container.encode(source, forKey: .source)
+        try container.encode(signature, forKey: .signature)
+        try container.encodeIfPresent(signatureDetail, forKey: .signatureDetail)
+        try container.encodeIfPresent(keyId, forKey: .keyId)
+        try container.encode(sha256, forKey: .sha256)
+        try container.encode(sizeBytes, forKey: .sizeBytes)
+        try container.encode(installedAt, forKey: .installedAt)
+        try container.encode(lastUsedAt, forKey: .lastUsedAt)
+        try container.encode(platform, forKey: .platform)
+        try container.encode(projectId, forKey: .projectId)
+    }
+}
+
+extension InstallRecord {
+    /// The record in `bytes` (a `record.json`), read without `Codable` (see ``JSONReader``) but to the
+    /// same rules as its `Decodable` conformance; `nil` when it is not a record.
+    package init?(json bytes: [UInt8]) {
+        guard case .object(let fields)? = JSONReader.value(bytes) else { return nil }
+        func required(_ key: String) -> String? {
+            if case .string(let text)? = fields[key] { return text }
+            return nil
+        }
+        func optional(_ key: String) -> String?? {
+            switch fields[key] {
+            case nil, .null?: return .some(nil)
+            case .string(let text)?: return .some(text)
+            default: return nil
+            }
+        }
+        guard let id = required("id"), let versionId = required("versionId"), let path = required("path"),
+              let source = required("source").flatMap(InstallSource.init(rawValue:)),
+              let signature = required("signature").flatMap(SignatureStatus.init(rawValue:)),
+              let sha256 = required("sha256"), let platform = required("platform"),
+              let installedAt = required("installedAt").flatMap(RecordCoding.parse),
+              let lastUsedAt = required("lastUsedAt").flatMap(RecordCoding.parse),
+              case .number(let size)? = fields["sizeBytes"], let sizeBytes = Int64(exactly: size),
+              let versionTag = optional("versionTag"), let signatureDetail = optional("signatureDetail"),
+              let keyId = optional("keyId"), let projectId = optional("projectId") else { return nil }
+        self.init(
+            id: id, versionId: versionId, versionTag: versionTag, path: path, source: source, signature: signature,
+            signatureDetail: signatureDetail, keyId: keyId, sha256: sha256, sizeBytes: sizeBytes,
+            installedAt: installedAt, lastUsedAt: lastUsedAt, platform: platform, projectId: projectId
+        )
+    }
+}
+
+/// JSON coding for records: ISO-8601 UTC dates with milliseconds (`2026-11-22T09:58:06.237Z`), sorted keys.
+///
+/// Dates are formatted and parsed by hand: the ICU-backed formatters cost milliseconds to set up, which
+/// the warm path of `load` cannot afford.
+public enum RecordCoding {
+    /// An encoder for records and the CLI's JSON documents.
+    public static func encoder(pretty: Bool = false) -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(format(date))
+        }
+        return encoder
+    }
+
+    /// A decoder matching ``encoder(pretty:)``; it takes dates with or without fractional seconds.
+    public static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let text = try decoder.singleValueContainer().decode(String.self)
+            guard let date = parse(text) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an ISO-8601 UTC date"))
+            }
+            return date
+        }
+        return decoder
+    }
+
+    /// `date` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+    public static func format(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        var seconds = time_t(milliseconds.quotientAndRemainder(dividingBy: 1000).quotient - (milliseconds < 0 && milliseconds % 1000 != 0 ? 1 : 0))
+        let fraction = Int(milliseconds - Int64(seconds) * 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(fraction), 3))Z"
+    }
+
+    /// The date in `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, or `nil`.
+    public static func parse(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z") else { return nil }
+        func number(_ range: Range<Int>) -> Int32? {
+            ASCIIDigits.value(bytes[range]).map(Int32.init)
+        }
+        let separators: [(Int, Character)] = [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":")]
+        guard separators.allSatisfy({ bytes[$0.0] == $0.1.asciiValue! }),
+              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        var fraction = 0.0
+        if bytes.count > 20 {
+            guard bytes[19] == UInt8(ascii: "."), bytes.count > 21 else { return nil }
+            var scale = 0.1
+            for byte in bytes[20..<(bytes.count - 1)] {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                fraction += Double(byte - UInt8(ascii: "0")) * scale
+                scale /= 10
+            }
+        } else if bytes.count != 20 {
+            return nil
+        }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = month - 1
+        parts.tm_mday = day
+        parts.tm_hour = hour
+        parts.tm_min = minute
+        parts.tm_sec = second
+        return Date(timeIntervalSince1970: Double(timegm(&parts)) + fraction)
+    }
+}

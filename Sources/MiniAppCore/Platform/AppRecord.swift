@@ -1,0 +1,107 @@
+import Foundation
+
+/// One version of a mini-app as the platform names it.
+public struct AppVersion: Sendable, Equatable, Hashable {
+    /// The platform's id of the version, used in URLs and signatures.
+    public var versionId: String
+    /// The human version such as `1.2.0`; `nil` when the platform does not report it.
+    public var versionTag: String?
+
+    /// A version with the given id and tag.
+    public init(versionId: String, versionTag: String? = nil) {
+        self.versionId = versionId
+        self.versionTag = versionTag
+    }
+}
+
+/// A mini-app as the platform lists it: its id, display fields, and one version.
+public struct AppRecord: Sendable, Equatable {
+    /// The app id.
+    public var id: String
+    /// The name to show.
+    public var displayName: String?
+    /// The icon's URL.
+    public var icon: URL?
+    /// The version this record describes (the latest, in a list).
+    public var version: AppVersion
+    /// A promotional image's URL.
+    public var promotionalImageUrl: URL?
+    /// A promotional text.
+    public var promotionalText: String?
+
+    /// A record with the given fields.
+    public init(
+        id: String, displayName: String? = nil, icon: URL? = nil, version: AppVersion,
+        promotionalImageUrl: URL? = nil, promotionalText: String? = nil
+    ) {
+        self.id = id
+        self.displayName = displayName
+        self.icon = icon
+        self.version = version
+        self.promotionalImageUrl = promotionalImageUrl
+        self.promotionalText = promotionalText
+    }
+}
+
+extension AppVersion: Codable {
+    private enum CodingKeys: String, CodingKey { case versionId, versionTag }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        versionId = try container.decode(String.self, forKey: .versionId)
+        guard Identifier.isValid(versionId) else {
+            throw DecodingError.dataCorruptedError(forKey: .versionId, in: container, debugDescription: "versionId is not a safe identifier")
+        }
+        versionTag = container.lenient(String.self, forKey: .versionTag)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(versionId, forKey: .versionId)
+        try container.encode(versionTag, forKey: .versionTag)
+    }
+}
+
+extension AppRecord: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case id, displayName, icon, version, promotionalImageUrl, promotionalText
+    }
+
+    /// Decodes leniently: `id` and `version` must be right, every other field is dropped when it is not.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        guard Identifier.isValid(id) else {
+            throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "id is not a safe identifier")
+        }
+        version = try container.decode(AppVersion.self, forKey: .version)
+        displayName = container.lenient(String.self, forKey: .displayName)
+        icon = container.lenientURL(forKey: .icon)
+        promotionalImageUrl = container.lenientURL(forKey: .promotionalImageUrl)
+        promotionalText = container.lenient(String.self, forKey: .promotionalText)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encodeIfPresent(displayName, forKey: .displayName)
+        try container.encodeIfPresent(icon?.absoluteString, forKey: .icon)
+        try container.encode(version, forKey: .version)
+        try container.encodeIfPresent(promotionalImageUrl?.absoluteString, forKey: .promotionalImageUrl)
+        try container.encodeIfPresent(promotionalText, forKey: .promotionalText)
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// The value at `key`, or `nil` when it is missing, null or of the wrong type.
+    package func lenient<T: Decodable>(_ type: T.Type, forKey key: Key) -> T? {
+        (try? decodeIfPresent(type, forKey: key)) ?? nil
+    }
+
+    /// The absolute URL at `key`, or `nil` when it is missing or not an absolute URL with a host.
+    package func lenientURL(forKey key: Key) -> URL? {
+        guard let text = lenient(String.self, forKey: key), let url = URL(string: text),
+              let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else { return nil }
+        return url
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// Small whole files read with plain system calls, for the paths every command takes at start (the
+/// config file, an install record, a file list), where Foundation's `Data(contentsOf:)` costs more than
+/// the read itself.
+package enum FileReading {
+    /// What reading a file gave.
+    package enum Outcome {
+        case contents([UInt8])
+        /// The file (or a folder on its path) does not exist.
+        case missing
+        /// Anything else: the `errno` of the call that failed.
+        case unreadable(Int32)
+    }
+
+    /// The whole file at `path`, following symbolic links.
+    package static func read(_ path: String) -> Outcome {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return errno == ENOENT || errno == ENOTDIR ? .missing : .unreadable(errno) }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return .unreadable(errno) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return .unreadable(EISDIR) }
+        // The size is a hint: the loop reads to the end whatever the file does meanwhile.
+        var bytes = [UInt8](repeating: 0, count: max(Int(info.st_size), 0) + 1)
+        var filled = 0
+        while true {
+            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: bytes.count)) }
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                Glibc.read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
+            }
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .unreadable(errno)
+            }
+            filled += count
+        }
+        bytes.removeLast(bytes.count - filled)
+        return .contents(bytes)
+    }
+
+    /// The whole file at `path`, or `nil` when it is missing or cannot be read.
+    package static func contents(_ path: String) -> [UInt8]? {
+        if case .contents(let bytes) = read(path) { return bytes }
+        return nil
+    }
+
+    /// The names in a folder, or none when it cannot be read.
+    package static func children(of directory: String) -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+    }
+}

@@ -1,0 +1,237 @@
+import Foundation
+import GRDB
+import MiniAppCore
+
+/// The per-app custom-permission decisions, in SQLite (`permissions.sqlite` in the cache directory).
+///
+/// WAL mode and a busy timeout let several processes read and write at once; every change runs in one
+/// transaction and leaves a history row. The file is created with mode 0600. A damaged file is reported,
+/// never reset.
+public final class PermissionStore: Sendable {
+    /// The database file.
+    public let path: String
+    private let database: DatabasePool
+
+    /// Opens (creating and migrating when needed) the store in `cacheDirectory`.
+    public init(cacheDirectory: String, busyTimeout: TimeInterval = 10) throws(PermissionStoreError) {
+        path = cacheDirectory + "/permissions.sqlite"
+        do {
+            try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw .unavailable(path: path, reason: "its folder cannot be created")
+        }
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .unavailable(path: path, reason: String(cString: strerror(errno))) }
+        close(descriptor)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.label = "miniapp.permissions"
+        // Switching a new file to WAL and creating its tables race between processes opening it for the
+        // first time at once; an exclusive flock on the cache folder (no extra file) serialises that step.
+        let folder = open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            while flock(folder, LOCK_EX) != 0 && errno == EINTR {}
+        }
+        defer { if folder >= 0 { close(folder) } }
+        do {
+            database = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(database)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+        for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: "permission") { table in
+                table.column("appId", .text).notNull()
+                table.column("name", .text).notNull()
+                table.column("status", .text).notNull()
+                table.column("decidedAt", .double).notNull()
+                table.primaryKey(["appId", "name"])
+            }
+            try db.create(table: "permissionHistory") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("appId", .text).notNull().indexed()
+                table.column("name", .text).notNull()
+                table.column("fromStatus", .text)
+                table.column("toStatus", .text)
+                table.column("changedAt", .double).notNull()
+            }
+        }
+        return migrator
+    }
+
+    static func storeError(_ error: any Error, path: String) -> PermissionStoreError {
+        if let error = error as? PermissionStoreError { return error }
+        if let error = error as? DatabaseError {
+            switch error.resultCode {
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_FORMAT:
+                return .corrupt(path: path, reason: error.message ?? "\(error.resultCode)")
+            case .SQLITE_BUSY, .SQLITE_LOCKED:
+                return .unavailable(path: path, reason: "another process kept it locked too long")
+            default:
+                return .unavailable(path: path, reason: error.message ?? "\(error.resultCode)")
+            }
+        }
+        return .unavailable(path: path, reason: "\(error)")
+    }
+
+    private func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(PermissionStoreError) -> T {
+        do {
+            return try database.read(body)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    private func write<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(PermissionStoreError) -> T {
+        do {
+            return try database.write(body)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    // MARK: Reading
+
+    /// The stored decisions of one app, by name.
+    public func stored(appId: String) throws -> [StoredPermission] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT name, status, decidedAt FROM permission WHERE appId = ? ORDER BY name", arguments: [appId])
+                .compactMap(Self.stored(from:))
+        }
+    }
+
+    /// Every app with stored decisions, sorted by id.
+    public func appsWithDecisions() throws -> [String: [StoredPermission]] {
+        try read { db in
+            var result: [String: [StoredPermission]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT appId, name, status, decidedAt FROM permission ORDER BY appId, name") {
+                if let permission = Self.stored(from: row) { result[row["appId"], default: []].append(permission) }
+            }
+            return result
+        }
+    }
+
+    /// An app's permissions as a host shows them: every declared one with its status (`DENIED` when
+    /// undecided), then stored decisions the manifest no longer declares.
+    public func permissions(appId: String, manifest: BundleManifest) throws -> [PermissionState] {
+        Self.states(manifest: manifest, stored: try stored(appId: appId))
+    }
+
+    /// What the manifest declares merged with `decisions`: every declared permission under its full
+    /// name with its status (`DENIED` when undecided), then decisions it no longer declares.
+    static func states(manifest: BundleManifest, stored decisions: [StoredPermission]) -> [PermissionState] {
+        let stored = Dictionary(decisions.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var seen: Set<String> = []
+        var states: [PermissionState] = []
+        for (declarations, required) in [(manifest.reqPermissions, true), (manifest.optPermissions, false)] {
+            for declaration in declarations {
+                // A manifest may use a short name (USER_NAME); decisions are stored under full names.
+                let name = PermissionName.full(declaration.name)
+                guard seen.insert(name).inserted else { continue }
+                let decision = stored[name]
+                states.append(PermissionState(
+                    name: name, status: decision?.status ?? .denied, required: required, reason: declaration.reason,
+                    known: KnownPermission(rawValue: name) != nil, declared: true, decidedAt: decision?.decidedAt
+                ))
+            }
+        }
+        for (name, decision) in stored.sorted(by: { $0.key < $1.key }) where !seen.contains(name) {
+            states.append(PermissionState(
+                name: name, status: decision.status, required: false, reason: nil,
+                known: KnownPermission(rawValue: name) != nil, declared: false, decidedAt: decision.decidedAt
+            ))
+        }
+        return states
+    }
+
+    /// ``launchDecision(appId:manifest:)`` of the store in `cacheDirectory`, without creating the store
+    /// when there is none yet (then nothing is allowed).
+    public static func launchDecision(cacheDirectory: String, appId: String, manifest: BundleManifest) throws -> LaunchDecision {
+        guard access(cacheDirectory + "/permissions.sqlite", F_OK) == 0 else {
+            return launchDecision(states(manifest: manifest, stored: []))
+        }
+        return try PermissionStore(cacheDirectory: cacheDirectory).launchDecision(appId: appId, manifest: manifest)
+    }
+
+    /// Whether every permission `manifest` requires is `ALLOWED` for the app.
+    public func launchDecision(appId: String, manifest: BundleManifest) throws -> LaunchDecision {
+        Self.launchDecision(try permissions(appId: appId, manifest: manifest))
+    }
+
+    private static func launchDecision(_ states: [PermissionState]) -> LaunchDecision {
+        LaunchDecision(missing: states.filter { $0.required && $0.status != .allowed }.map(\.name))
+    }
+
+    /// Whether the app's permission (full or short name) is `ALLOWED`: what a host's message bridge asks
+    /// before answering a mini-app's request.
+    public func isAllowed(appId: String, permission: String) throws -> Bool {
+        let name = PermissionName.full(permission)
+        return try read { db in
+            try String.fetchOne(db, sql: "SELECT status FROM permission WHERE appId = ? AND name = ?", arguments: [appId, name])
+        } == PermissionStatus.allowed.rawValue
+    }
+
+    /// The app's history of changes, oldest first.
+    public func history(appId: String) throws -> [PermissionChange] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT name, fromStatus, toStatus, changedAt FROM permissionHistory WHERE appId = ? ORDER BY id", arguments: [appId]).map { row in
+                PermissionChange(
+                    name: row["name"], from: (row["fromStatus"] as String?).flatMap(PermissionStatus.init(rawValue:)),
+                    to: (row["toStatus"] as String?).flatMap(PermissionStatus.init(rawValue:)),
+                    changedAt: Date(timeIntervalSince1970: row["changedAt"])
+                )
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Sets statuses (full or short names) in one transaction, recording each change in the history.
+    public func set(appId: String, _ statuses: [String: PermissionStatus], at date: Date = Date()) throws {
+        try Identifier.validate(appId, as: .app)
+        var normalized: [String: PermissionStatus] = [:]
+        for (name, status) in statuses {
+            guard PermissionName.isValid(name) else { throw PermissionStoreError.invalidName(name) }
+            normalized[PermissionName.full(name)] = status
+        }
+        let changes = normalized
+        try write { db in
+            for (name, status) in changes.sorted(by: { $0.key < $1.key }) {
+                let previous = try String.fetchOne(db, sql: "SELECT status FROM permission WHERE appId = ? AND name = ?", arguments: [appId, name])
+                try db.execute(
+                    sql: "INSERT INTO permission (appId, name, status, decidedAt) VALUES (?, ?, ?, ?) ON CONFLICT(appId, name) DO UPDATE SET status = excluded.status, decidedAt = excluded.decidedAt",
+                    arguments: [appId, name, status.rawValue, date.timeIntervalSince1970]
+                )
+                if previous != status.rawValue {
+                    try db.execute(
+                        sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, ?, ?)",
+                        arguments: [appId, name, previous, status.rawValue, date.timeIntervalSince1970]
+                    )
+                }
+            }
+        }
+    }
+
+    /// Forgets every stored status of the app (the history keeps the resets).
+    public func reset(appId: String, at date: Date = Date()) throws {
+        try write { db in
+            for row in try Row.fetchAll(db, sql: "SELECT name, status FROM permission WHERE appId = ?", arguments: [appId]) {
+                try db.execute(
+                    sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, NULL, ?)",
+                    arguments: [appId, row["name"] as String, row["status"] as String, date.timeIntervalSince1970]
+                )
+            }
+            try db.execute(sql: "DELETE FROM permission WHERE appId = ?", arguments: [appId])
+        }
+    }
+
+    private static func stored(from row: Row) -> StoredPermission? {
+        guard let status = PermissionStatus(rawValue: row["status"]) else { return nil }
+        return StoredPermission(name: row["name"], status: status, decidedAt: Date(timeIntervalSince1970: row["decidedAt"]))
+    }
+}

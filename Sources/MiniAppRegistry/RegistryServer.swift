@@ -1,0 +1,273 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import MiniAppCore
+
+/// Serves a registry directory over the platform API of platform-api.md, with Hummingbird.
+///
+/// The registry is read on every request, so a version published while the server runs appears at
+/// once. Zips are streamed from disk with `Content-Length`, `ETag` and `Range` support and never
+/// need the subscription key; every JSON endpoint does when one is set.
+public struct RegistryServer: Sendable {
+    public var registry: Registry
+    public var host: String
+    public var port: Int
+    /// The only project id answered for; any when `nil`.
+    public var projectId: String?
+    /// The key every JSON request must carry as `apiKey: ras-<key>`; none when `nil`.
+    public var subscriptionKey: String?
+    /// Called with one line per request (method, path, status, time), for a request log.
+    public var requestLog: (@Sendable (String) -> Void)?
+
+    /// A server for `registry` on `host:port` (port 0 picks a free one).
+    public init(registry: Registry, host: String = "127.0.0.1", port: Int = 0, projectId: String? = nil, subscriptionKey: String? = nil, requestLog: (@Sendable (String) -> Void)? = nil) {
+        self.registry = registry
+        self.host = host
+        self.port = port
+        self.projectId = projectId
+        self.subscriptionKey = subscriptionKey.flatMap { $0.isEmpty ? nil : $0 }
+        self.requestLog = requestLog
+    }
+
+    /// Serves until SIGINT or SIGTERM (or cancellation), calling `onListening` with the base URL once bound.
+    public func run(onListening: @escaping @Sendable (URL) async -> Void = { _ in }) async throws {
+        guard registry.exists else { throw RegistryError.notARegistry(path: registry.root, reason: "it has no \(Registry.marker)") }
+        let responder = RegistryResponder(server: self, files: FileIO(), listings: ListingCache())
+        let host = self.host
+        let application = Application(
+            responder: responder,
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "\(PackageInfo.name)/\(PackageInfo.version)"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                let shown = host.contains(":") ? "[\(host)]" : host
+                await onListening(URL(string: "http://\(shown):\(port)/")!)
+            },
+            logger: Logger(label: "miniapp.serve", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        try await application.runService()
+    }
+}
+
+/// Answers every request of the platform API from the registry.
+struct RegistryResponder: HTTPResponder {
+    typealias Context = BasicRequestContext
+    let server: RegistryServer
+    let files: FileIO
+    let listings: ListingCache
+
+    var registry: Registry { server.registry }
+
+    func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+        let start = ContinuousClock.now
+        let response: Response
+        do {
+            response = try await route(request, context: context)
+        } catch {
+            response = Self.error(.internalServerError, "the registry could not answer: \(error)")
+        }
+        if let log = server.requestLog {
+            let elapsed = ContinuousClock.now - start
+            let milliseconds = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
+            log("\(request.method) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", milliseconds))ms")
+        }
+        return response
+    }
+
+    private func route(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        guard request.method == .get || request.method == .head else {
+            return Self.error(.methodNotAllowed, "only GET and HEAD are served")
+        }
+        let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        if segments.count == 4, segments[0] == "files", segments[1].hasPrefix("min-"), segments[2].hasPrefix("ver-"), segments[3] == "bundle.zip" {
+            return try await zip(appId: String(segments[1].dropFirst(4)), versionId: String(segments[2].dropFirst(4)), request: request, context: context)
+        }
+        if let key = server.subscriptionKey {
+            let given = request.headers[HTTPField.Name("apiKey")!] ?? ""
+            if Self.bare(given) != Self.bare(key) {
+                return Self.json(.unauthorized, ["error": "invalid_client", "error_description": "missing or invalid apiKey"])
+            }
+        }
+        if segments.count == 2, segments[0] == "keys" {
+            guard let key = registry.key(segments[1]) else { return Self.error(.notFound, "no key \(segments[1])") }
+            return Self.json(.ok, key)
+        }
+        guard segments.count >= 3, segments[0] == "host" else { return Self.error(.notFound, "no such endpoint") }
+        if let projectId = server.projectId, segments[1] != projectId {
+            return Self.error(.notFound, "unknown host project \(segments[1])")
+        }
+        let rest = Array(segments.dropFirst(2))
+        switch rest.count {
+        case 1 where rest[0] == "miniapps":
+            return list(preview: false, request: request)
+        case 2 where rest[0] == "miniapps" && rest[1] == "preview":
+            return list(preview: true, request: request)
+        case 2 where rest[0] == "preview-codes":
+            return previewCode(rest[1])
+        case 5 where rest[0] == "miniapp" && rest[2] == "version":
+            return versionEndpoint(appId: rest[1], versionId: rest[3], preview: false, endpoint: rest[4], request: request)
+        case 6 where rest[0] == "miniapp" && rest[2] == "version" && rest[4] == "preview":
+            return versionEndpoint(appId: rest[1], versionId: rest[3], preview: true, endpoint: rest[5], request: request)
+        default:
+            return Self.error(.notFound, "no such endpoint")
+        }
+    }
+
+    private func list(preview: Bool, request: Request) -> Response {
+        guard let appId = request.uri.queryParameters["miniAppId"].map(String.init) else {
+            let body = listings.body(preview: preview, stamp: registry.generation) {
+                Self.encode(registry.listing(preview: preview))
+            }
+            return Self.json(.ok, body: body)
+        }
+        guard let app = registry.app(appId), let latest = registry.versions(of: appId, preview: preview).first else {
+            return Self.json(.ok, [AppRecord]())
+        }
+        return Self.json(.ok, [registry.record(app, latest)])
+    }
+
+    private func versionEndpoint(appId: String, versionId: String, preview: Bool, endpoint: String, request: Request) -> Response {
+        guard let version = registry.version(appId: appId, versionId: versionId), preview || !version.preview else {
+            return Self.error(.notFound, "unknown app or version")
+        }
+        switch endpoint {
+        case "manifest":
+            let base = request.head.authority.map { "http://\($0)/" } ?? "http://\(server.host):\(server.port)/"
+            let url = base + "files/min-\(appId)/ver-\(versionId)/bundle.zip"
+            var response = Self.json(.ok, ManifestDocument(manifest: [url], publicKeyId: version.publicKeyId))
+            response.headers[HTTPField.Name("Signature")!] = version.signature
+            return response
+        case "metadata":
+            let language = request.uri.queryParameters["lang"].map(String.init) ?? "default"
+            guard ManifestLocalizer.isValidLanguage(language) else { return Self.error(.badRequest, "invalid lang") }
+            guard let manifest = try? registry.metadata(appId: appId, versionId: versionId, language: language) else {
+                return Self.error(.internalServerError, "the version's manifest.json is unreadable")
+            }
+            return Self.json(.ok, ["bundleManifest": manifest])
+        default:
+            return Self.error(.notFound, "no such endpoint")
+        }
+    }
+
+    private func previewCode(_ token: String) -> Response {
+        guard let code = registry.previewCode(token), let app = registry.app(code.appId),
+              let version = registry.version(appId: code.appId, versionId: code.versionId) else {
+            return Self.error(.notFound, "unknown preview code")
+        }
+        let host: PreviewHost? = server.projectId.map { PreviewHost(id: $0, subscriptionKey: server.subscriptionKey) }
+        return Self.json(.ok, PreviewDocument(miniapp: registry.record(app, version), host: host))
+    }
+
+    private func zip(appId: String, versionId: String, request: Request, context: BasicRequestContext) async throws -> Response {
+        guard let version = registry.version(appId: appId, versionId: versionId) else { return Self.error(.notFound, "no such bundle") }
+        let path = registry.bundlePath(appId: appId, versionId: versionId)
+        var info = stat()
+        guard stat(path, &info) == 0 else { return Self.error(.notFound, "no such bundle") }
+        let size = Int(info.st_size)
+        let etag = "\"\(version.sha256)\""
+        var headers: HTTPFields = [.contentType: "application/zip", .acceptRanges: "bytes", .eTag: etag]
+        var range = 0...(size - 1)
+        var status = HTTPResponse.Status.ok
+        if let requested = request.headers[.range], request.headers[.ifRange].map({ $0 == etag }) ?? true {
+            guard let parsed = Self.parseRange(requested, size: size) else {
+                headers[.contentRange] = "bytes */\(size)"
+                return Response(status: .rangeNotSatisfiable, headers: headers)
+            }
+            range = parsed
+            status = .partialContent
+            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
+        }
+        headers[.contentLength] = "\(size == 0 ? 0 : range.count)"
+        if request.method == .head || size == 0 { return Response(status: status, headers: headers) }
+        let body = try await files.loadFile(path: path, range: range, context: context)
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    /// `bytes=a-b`, `bytes=a-` or `bytes=-n` within a file of `size` bytes.
+    static func parseRange(_ value: String, size: Int) -> ClosedRange<Int>? {
+        guard value.hasPrefix("bytes="), !value.contains(","), size > 0 else { return nil }
+        let parts = value.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        if parts[0].isEmpty {
+            guard let suffix = Int(parts[1]), suffix > 0 else { return nil }
+            return max(size - suffix, 0)...(size - 1)
+        }
+        guard let start = Int(parts[0]), start < size else { return nil }
+        let end = parts[1].isEmpty ? size - 1 : min(Int(parts[1]) ?? -1, size - 1)
+        guard end >= start else { return nil }
+        return start...end
+    }
+
+    static func bare(_ key: String) -> String {
+        key.hasPrefix("ras-") ? String(key.dropFirst(4)) : key
+    }
+
+    static func json<T: Encodable>(_ status: HTTPResponse.Status, _ value: T) -> Response {
+        json(status, body: encode(value))
+    }
+
+    static func json(_ status: HTTPResponse.Status, body: ByteBuffer) -> Response {
+        Response(status: status, headers: [.contentType: "application/json", .contentLength: "\(body.readableBytes)"], body: .init(byteBuffer: body))
+    }
+
+    static func encode<T: Encodable>(_ value: T) -> ByteBuffer {
+        ByteBuffer(bytes: (try? RecordCoding.encoder().encode(value)) ?? Data("{}".utf8))
+    }
+
+    static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        json(status, ErrorDocument(code: status.code, message: message))
+    }
+}
+
+/// The encoded app lists, reused while the registry's generation has not moved, and for at most a
+/// second (so that a hand edit, which does not move it, shows soon too).
+final class ListingCache: Sendable {
+    private struct Entry {
+        var stamp: Int
+        var expires: ContinuousClock.Instant
+        var body: ByteBuffer
+    }
+
+    private let entries = NIOLockedValueBox<[Bool: Entry]>([:])
+
+    /// The cached body for `preview`, or a new one from `make`.
+    func body(preview: Bool, stamp: Int, make: () -> ByteBuffer) -> ByteBuffer {
+        let now = ContinuousClock.now
+        if let entry = entries.withLockedValue({ $0[preview] }), entry.stamp == stamp, entry.expires > now {
+            return entry.body
+        }
+        let body = make()
+        entries.withLockedValue { $0[preview] = Entry(stamp: stamp, expires: now + .seconds(1), body: body) }
+        return body
+    }
+}
+
+private struct ErrorDocument: Encodable {
+    var code: Int
+    var message: String
+}
+
+private struct ManifestDocument: Encodable {
+    var manifest: [String]
+    var publicKeyId: String
+}
+
+private struct PreviewHost: Encodable {
+    var id: String
+    var subscriptionKey: String?
+}
+
+private struct PreviewDocument: Encodable {
+    var miniapp: AppRecord
+    var host: PreviewHost?
+
+    private enum CodingKeys: String, CodingKey { case miniapp, host }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(miniapp, forKey: .miniapp)
+        try container.encode(host, forKey: .host)
+    }
+}
