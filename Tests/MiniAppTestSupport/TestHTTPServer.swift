@@ -124,6 +124,18 @@ public final class TestHTTPServer: Sendable {
     }
 }
 
+/// Runs the server's handlers on a queue of their own.
+private final class ServerExecutor: TaskExecutor {
+    static let shared = ServerExecutor()
+    private let queue = DispatchQueue(label: "test-server", attributes: .concurrent)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}
+
 /// One connection's requests, each answered as the handler scripts it.
 private final class ScriptedConnection: ChannelInboundHandler, Sendable {
     typealias InboundIn = HTTPServerRequestPart
@@ -154,7 +166,9 @@ private final class ScriptedConnection: ChannelInboundHandler, Sendable {
             recorded.withLockedValue { $0.append(request) }
             let channel = context.channel
             let handler = handler
-            Task {
+            // Not on Swift's cooperative pool: tests that block its two threads (waiting for a tool,
+            // walking a cache) must not keep the server from answering the CLI they are waiting for.
+            Task(executorPreference: ServerExecutor.shared) {
                 let response = await handler(request)
                 if let delay = response.delay { try? await Task.sleep(for: delay) }
                 Self.answer(head, with: response, on: channel)
