@@ -71,7 +71,7 @@ struct DownloadCommand: AsyncParsableCommand {
         }
         guard let (firstApp, firstError) = failures.first else { return }
         let names = failures.map(\.0).joined(separator: ", ")
-        Console.error("\(failures.count) of \(appIds.count) downloads failed (\(names)); \(firstApp): \((firstError as? any CategorizedError)?.description ?? "\(firstError)")")
+        Console.error("\(failures.count) of \(appIds.count) downloads failed (\(names)); \(firstApp): \((firstError as? any CategorizedError).map(CLIMessages.describe) ?? "\(firstError)")")
         let category = (firstError as? any CategorizedError)?.category ?? .unavailable
         throw ExitCode(ExitStatus.code(for: category))
     }

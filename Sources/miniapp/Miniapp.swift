@@ -71,7 +71,7 @@ struct Miniapp: AsyncParsableCommand {
         case let exit as ExitCode:
             code = exit.rawValue
         case let categorized as any CategorizedError:
-            Console.error(categorized.description)
+            Console.error(CLIMessages.describe(categorized))
             code = ExitStatus.code(for: categorized.category)
         case is CancellationError:
             Console.error("interrupted")

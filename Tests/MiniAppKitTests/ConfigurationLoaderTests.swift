@@ -138,6 +138,6 @@ import Testing
     }
 
     @Test func missingPlatformSaysHowToSetOne() {
-        #expect(ConfigurationError.missingPlatform.description == "no platform configured: pass --platform or set MINIAPP_PLATFORM")
+        #expect(ConfigurationError.missingPlatform.description == "no platform configured: set the configuration's platform")
     }
 }

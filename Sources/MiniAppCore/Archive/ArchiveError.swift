@@ -39,9 +39,9 @@ public enum ArchiveError: CategorizedError, Equatable {
         case .corrupt(let reason):
             return "archive refused: it is damaged or not a zip (\(Sanitizer.printable(reason, limit: 160)))"
         case .tooManyEntries(let limit):
-            return "archive refused: it has more than \(limit) entries (raise limits.maxEntries in the config file if the bundle is genuine)"
+            return "archive refused: it has more than \(limit) entries (raise the extraction limit maxEntries if the bundle is genuine)"
         case .tooLarge(let limit):
-            return "archive refused: it unpacks to more than \(limit) bytes (raise limits.maxUnpackedBytes in the config file if the bundle is genuine)"
+            return "archive refused: it unpacks to more than \(limit) bytes (raise the extraction limit maxUnpackedBytes if the bundle is genuine)"
         case .compressionRatio(let limit):
             return "archive refused: it unpacks to more than \(Int(limit)) times its size, like a zip bomb (raise limits.maxCompressionRatio if the bundle is genuine)"
         case .missingIndex:

@@ -24,14 +24,14 @@ public enum CacheError: CategorizedError, Equatable {
         switch self {
         case .notCached(let appId, let versionId):
             let what = versionId.map { "version \($0) of app \(appId)" } ?? "app \(appId)"
-            return "\(what) is not in the cache and --offline forbids the network: run without --offline to fetch it"
+            return "\(what) is not in the cache and the configuration is offline: turn offline off to fetch it"
         case .busy(let appId, let versionId, let waited):
-            return "version \(versionId) of app \(appId) is locked by another miniapp process (waited \(waited) s): retry when it has finished"
+            return "version \(versionId) of app \(appId) is locked by another process (waited \(waited) s): retry when it has finished, or allow a longer lock timeout"
         case .damaged(let appId, let versionId, let problems):
             let shown = problems.prefix(3).joined(separator: ", ") + (problems.count > 3 ? ", ..." : "")
-            return "cached version \(versionId) of app \(appId) is damaged (\(shown)) and cannot be repaired offline: run without --offline to reinstall it"
+            return "cached version \(versionId) of app \(appId) is damaged (\(shown)) and cannot be repaired offline: turn offline off to reinstall it"
         case .io(let path, let reason, let diskFull):
-            return "cannot write \(path): \(reason)\(diskFull ? "; free some disk space and retry" : "; check --cache-dir and its permissions")"
+            return "cannot write \(path): \(reason)\(diskFull ? "; free some disk space and retry" : "; check the cache directory and its permissions")"
         }
     }
 

@@ -30,9 +30,9 @@ public enum PlatformError: CategorizedError, Equatable {
     public var description: String {
         switch self {
         case .notFound(let resource, let message):
-            return "\(resource) not found\(Self.detail(message)): check the id, or run 'miniapp list' to see what is published"
+            return "\(resource) not found\(Self.detail(message)): check the id against the platform's app list"
         case .unauthorized(let resource, let status, let message):
-            return "the platform refused the credentials for \(resource) (HTTP \(status)\(Self.detail(message, separator: ": "))): check --subscription-key or MINIAPP_SUBSCRIPTION_KEY and the project id"
+            return "the platform refused the credentials for \(resource) (HTTP \(status)\(Self.detail(message, separator: ": "))): check the configured subscription key and project id"
         case .badRequest(let resource, let message):
             return "the platform rejected the request for \(resource) (HTTP 400\(Self.detail(message, separator: ": "))): check the ids and options"
         case .rateLimited(let resource, let retryAfter):
@@ -41,11 +41,11 @@ public enum PlatformError: CategorizedError, Equatable {
         case .serverError(let resource, let status, let attempts):
             return "the platform failed on \(resource) with HTTP \(status) after \(attempts) attempt\(attempts == 1 ? "" : "s"): try again later"
         case .unreachable(let resource, let reason, let attempts):
-            return "cannot reach the platform for \(resource) (\(reason), \(attempts) attempt\(attempts == 1 ? "" : "s")): check --platform and the network, or use --offline"
+            return "cannot reach the platform for \(resource) (\(reason), \(attempts) attempt\(attempts == 1 ? "" : "s")): check the platform URL and the network, or work offline from the cache"
         case .invalidResponse(let resource, let reason):
             return "the platform sent an invalid answer for \(resource): \(reason); the platform is misbehaving, report it to its operator"
         case .unexpectedStatus(let resource, let status):
-            return "the platform answered HTTP \(status) for \(resource), which the API does not define: check --platform"
+            return "the platform answered HTTP \(status) for \(resource), which the API does not define: check that the platform URL points at a platform API"
         }
     }
 

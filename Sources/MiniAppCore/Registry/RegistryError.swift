@@ -22,13 +22,13 @@ public enum RegistryError: CategorizedError, Equatable {
     public var description: String {
         switch self {
         case .notARegistry(let path, let reason):
-            return "\(path) is not a usable registry (\(reason)): create one with 'miniapp publish --registry \(path) ...'"
+            return "\(path) is not a usable registry (\(reason)): publish a version into it to create it, or name another registry folder"
         case .invalidBundle(let reason):
             return "bundle refused: \(reason); the registry is unchanged"
         case .invalidVersionTag(let tag):
             return "invalid version tag '\(Sanitizer.printable(tag, limit: 80))': use 1 to 64 printable characters without spaces, such as 1.2.0"
         case .versionExists(let appId, let versionId):
-            return "version \(versionId) of app \(appId) is already published: pick another --version-id"
+            return "version \(versionId) of app \(appId) is already published: publish under another version id"
         case .io(let path, let reason, let diskFull):
             return "cannot write \(path): \(reason)\(diskFull ? "; free some disk space and retry" : "; check the registry folder's permissions")"
         }

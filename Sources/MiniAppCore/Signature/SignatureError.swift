@@ -37,7 +37,7 @@ public enum SignatureError: CategorizedError, Equatable {
         case .mismatch(let versionId, let keyId):
             return "the signature does not match the bundle of version \(versionId)\(keyId.map { " (key \($0))" } ?? ""): the bundle was altered or signed with another key; do not use it"
         case .missingSignature(let versionId):
-            return "version \(versionId) has no signature: refused under --signature-policy required (use advisory to accept unsigned bundles)"
+            return "version \(versionId) has no signature: refused under the required signature policy (the advisory policy accepts unsigned bundles)"
         case .untrustedKey(let keyId):
             return "the bundle is signed with key \(keyId ?? "(unnamed)"), which is not among the configured trusted keys"
         case .keyUnavailable(let keyId, let reason):
@@ -45,7 +45,7 @@ public enum SignatureError: CategorizedError, Equatable {
         case .invalidPrivateKey(let path, let reason):
             return "cannot use private key \(path): \(reason)"
         case .multiFileManifest(let versionId):
-            return "version \(versionId) is listed file by file, which its signature cannot cover: refused under --signature-policy required (use advisory to accept it)"
+            return "version \(versionId) is listed file by file, which its signature cannot cover: refused under the required signature policy (the advisory policy accepts it)"
         }
     }
 }

@@ -15,13 +15,13 @@ public enum ConfigurationError: CategorizedError, Equatable {
     public var description: String {
         switch self {
         case .missingPlatform:
-            return "no platform configured: pass --platform or set MINIAPP_PLATFORM"
+            return "no platform configured: set the configuration's platform"
         case .missingProjectId:
-            return "no project id configured: pass --project-id or set MINIAPP_PROJECT_ID"
+            return "no project id configured: set the configuration's project id (a remote platform needs one)"
         case .invalidValue(let setting, let source, let value, let expected):
             return "invalid \(setting) '\(Sanitizer.printable(value, limit: 120))' from \(source): \(expected)"
         case .unreadableFile(let path, let reason):
-            return "cannot use config file \(path): \(reason); fix it or point MINIAPP_CONFIG elsewhere"
+            return "cannot use the configuration file \(path): \(reason); fix it or load the configuration from another file"
         }
     }
 }

@@ -6,6 +6,9 @@ public struct TrustedKeys: Sendable {
     /// Whole keys that are trusted.
     public let keys: [PublicKey]
 
+    /// Where the entries come from, as errors name it.
+    package static let source = "the configuration's trusted keys"
+
     /// Whether pinning is on.
     public var isEmpty: Bool { ids.isEmpty && keys.isEmpty }
 
@@ -16,7 +19,7 @@ public struct TrustedKeys: Sendable {
         for entry in entries {
             if entry.contains("-----BEGIN") {
                 guard let key = try? PublicKey(pem: entry) else {
-                    throw .invalidValue(setting: "trustedKeys", source: "the config file", value: String(entry.prefix(40)), expected: "use a PEM P-256 public key")
+                    throw .invalidValue(setting: "trustedKeys", source: Self.source, value: String(entry.prefix(40)), expected: "use a PEM P-256 public key")
                 }
                 keys.append(key)
             } else if entry.utf8.count >= 80, let key = try? PublicKey(ecKey: entry) {
@@ -24,7 +27,7 @@ public struct TrustedKeys: Sendable {
             } else if Identifier.isValid(entry) {
                 ids.insert(entry)
             } else {
-                throw .invalidValue(setting: "trustedKeys", source: "the config file", value: entry, expected: "use key ids, base64 ecKey values or PEM public keys")
+                throw .invalidValue(setting: "trustedKeys", source: Self.source, value: entry, expected: "use key ids, base64 ecKey values or PEM public keys")
             }
         }
         self.ids = ids
