@@ -98,7 +98,11 @@ let package = Package(
         ),
         .testTarget(
             name: "MiniAppKitTests",
-            dependencies: ["MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: [
+                "MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
         ),
         .testTarget(
             name: "miniappTests",

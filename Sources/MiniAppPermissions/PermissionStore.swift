@@ -6,33 +6,57 @@ import MiniAppCore
 ///
 /// WAL mode and a busy timeout let several processes read and write at once; every change runs in one
 /// transaction and leaves a history row. The file is created with mode 0600. A damaged file is reported,
-/// never reset.
+/// never reset. Reads and writes are async and run on SQLite's own queues, never on the caller's
+/// thread; every wait for another process is bounded by the lock timeout given at open.
 public final class PermissionStore: Sendable {
     /// The database file.
     public let path: String
     private let database: DatabasePool
 
-    /// Opens (creating and migrating when needed) the store in `cacheDirectory`.
-    public init(cacheDirectory: String, busyTimeout: TimeInterval = 10) throws(PermissionStoreError) {
+    /// Opens the store in `cacheDirectory`, creating and migrating it when needed, on a thread of its
+    /// own: the open may wait up to `lockTimeout` for other processes. Open it once and keep it: every
+    /// method is safe to call from many tasks at once.
+    public static func open(cacheDirectory: String, lockTimeout: Duration = .seconds(10)) async throws(PermissionStoreError) -> PermissionStore {
+        let outcome: Result<PermissionStore, PermissionStoreError> = await withCheckedContinuation { continuation in
+            let started = WorkerThreads.detach(name: "miniapp.store-open") {
+                continuation.resume(returning: Result { () throws(PermissionStoreError) in try PermissionStore(cacheDirectory: cacheDirectory, lockTimeout: lockTimeout) })
+            }
+            if !started {
+                continuation.resume(returning: .failure(.unavailable(path: cacheDirectory + "/permissions.sqlite", reason: "no thread could be started to open it")))
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// Opens the store on the calling thread, which may block up to `lockTimeout`: for programs that
+    /// own their threads (the CLI); a host service uses ``open(cacheDirectory:lockTimeout:)``.
+    package init(cacheDirectory: String, lockTimeout: Duration = .seconds(10)) throws(PermissionStoreError) {
         path = cacheDirectory + "/permissions.sqlite"
         do {
             try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
         } catch {
             throw .unavailable(path: path, reason: "its folder cannot be created")
         }
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .unavailable(path: path, reason: String(cString: strerror(errno))) }
         close(descriptor)
+        let seconds = Double(lockTimeout.components.seconds) + Double(lockTimeout.components.attoseconds) / 1e18
         var configuration = Configuration()
-        configuration.busyMode = .timeout(busyTimeout)
+        configuration.busyMode = .timeout(seconds)
         configuration.label = "miniapp.permissions"
         // Switching a new file to WAL and creating its tables race between processes opening it for the
-        // first time at once; an exclusive flock on the cache folder (no extra file) serialises that step.
-        let folder = open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folder >= 0 {
-            while flock(folder, LOCK_EX) != 0 && errno == EINTR {}
-        }
+        // first time at once; an exclusive flock on the cache folder (no extra file) serialises that
+        // step, waited for at most `lockTimeout`.
+        let folder = Glibc.open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { if folder >= 0 { close(folder) } }
+        if folder >= 0 {
+            let deadline = ContinuousClock.now + lockTimeout
+            while flock(folder, LOCK_EX | LOCK_NB) != 0 {
+                guard errno == EWOULDBLOCK || errno == EINTR else { break }
+                guard ContinuousClock.now < deadline else { throw .busy(path: path, waitedSeconds: Int(seconds)) }
+                usleep(5_000)
+            }
+        }
         do {
             database = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(database)
@@ -71,7 +95,7 @@ public final class PermissionStore: Sendable {
             case .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_FORMAT:
                 return .corrupt(path: path, reason: error.message ?? "\(error.resultCode)")
             case .SQLITE_BUSY, .SQLITE_LOCKED:
-                return .unavailable(path: path, reason: "another process kept it locked too long")
+                return .busy(path: path, waitedSeconds: nil)
             default:
                 return .unavailable(path: path, reason: error.message ?? "\(error.resultCode)")
             }
@@ -79,17 +103,17 @@ public final class PermissionStore: Sendable {
         return .unavailable(path: path, reason: "\(error)")
     }
 
-    private func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(PermissionStoreError) -> T {
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PermissionStoreError) -> T {
         do {
-            return try database.read(body)
+            return try await database.read(body)
         } catch {
             throw Self.storeError(error, path: path)
         }
     }
 
-    private func write<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(PermissionStoreError) -> T {
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PermissionStoreError) -> T {
         do {
-            return try database.write(body)
+            return try await database.write(body)
         } catch {
             throw Self.storeError(error, path: path)
         }
@@ -98,16 +122,16 @@ public final class PermissionStore: Sendable {
     // MARK: Reading
 
     /// The stored decisions of one app, by name.
-    public func stored(appId: String) throws -> [StoredPermission] {
-        try read { db in
+    public func stored(appId: String) async throws -> [StoredPermission] {
+        try await read { db in
             try Row.fetchAll(db, sql: "SELECT name, status, decidedAt FROM permission WHERE appId = ? ORDER BY name", arguments: [appId])
                 .compactMap(Self.stored(from:))
         }
     }
 
     /// Every app with stored decisions, sorted by id.
-    public func appsWithDecisions() throws -> [String: [StoredPermission]] {
-        try read { db in
+    public func appsWithDecisions() async throws -> [String: [StoredPermission]] {
+        try await read { db in
             var result: [String: [StoredPermission]] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT appId, name, status, decidedAt FROM permission ORDER BY appId, name") {
                 if let permission = Self.stored(from: row) { result[row["appId"], default: []].append(permission) }
@@ -118,8 +142,8 @@ public final class PermissionStore: Sendable {
 
     /// An app's permissions as a host shows them: every declared one with its status (`DENIED` when
     /// undecided), then stored decisions the manifest no longer declares.
-    public func permissions(appId: String, manifest: BundleManifest) throws -> [PermissionState] {
-        Self.states(manifest: manifest, stored: try stored(appId: appId))
+    public func permissions(appId: String, manifest: BundleManifest) async throws -> [PermissionState] {
+        Self.states(manifest: manifest, stored: try await stored(appId: appId))
     }
 
     /// What the manifest declares merged with `decisions`: every declared permission under its full
@@ -149,18 +173,14 @@ public final class PermissionStore: Sendable {
         return states
     }
 
-    /// ``launchDecision(appId:manifest:)`` of the store in `cacheDirectory`, without creating the store
-    /// when there is none yet (then nothing is allowed).
-    public static func launchDecision(cacheDirectory: String, appId: String, manifest: BundleManifest) throws -> LaunchDecision {
-        guard access(cacheDirectory + "/permissions.sqlite", F_OK) == 0 else {
-            return launchDecision(states(manifest: manifest, stored: []))
-        }
-        return try PermissionStore(cacheDirectory: cacheDirectory).launchDecision(appId: appId, manifest: manifest)
+    /// Whether every permission `manifest` requires is `ALLOWED` for the app.
+    public func launchDecision(appId: String, manifest: BundleManifest) async throws -> LaunchDecision {
+        Self.launchDecision(try await permissions(appId: appId, manifest: manifest))
     }
 
-    /// Whether every permission `manifest` requires is `ALLOWED` for the app.
-    public func launchDecision(appId: String, manifest: BundleManifest) throws -> LaunchDecision {
-        Self.launchDecision(try permissions(appId: appId, manifest: manifest))
+    /// The launch decision when there is no store yet: nothing is allowed.
+    package static func launchDecisionWithoutStore(manifest: BundleManifest) -> LaunchDecision {
+        launchDecision(states(manifest: manifest, stored: []))
     }
 
     private static func launchDecision(_ states: [PermissionState]) -> LaunchDecision {
@@ -169,16 +189,16 @@ public final class PermissionStore: Sendable {
 
     /// Whether the app's permission (full or short name) is `ALLOWED`: what a host's message bridge asks
     /// before answering a mini-app's request.
-    public func isAllowed(appId: String, permission: String) throws -> Bool {
+    public func isAllowed(appId: String, permission: String) async throws -> Bool {
         let name = PermissionName.full(permission)
-        return try read { db in
+        return try await read { db in
             try String.fetchOne(db, sql: "SELECT status FROM permission WHERE appId = ? AND name = ?", arguments: [appId, name])
         } == PermissionStatus.allowed.rawValue
     }
 
     /// The app's history of changes, oldest first.
-    public func history(appId: String) throws -> [PermissionChange] {
-        try read { db in
+    public func history(appId: String) async throws -> [PermissionChange] {
+        try await read { db in
             try Row.fetchAll(db, sql: "SELECT name, fromStatus, toStatus, changedAt FROM permissionHistory WHERE appId = ? ORDER BY id", arguments: [appId]).map { row in
                 PermissionChange(
                     name: row["name"], from: (row["fromStatus"] as String?).flatMap(PermissionStatus.init(rawValue:)),
@@ -192,7 +212,7 @@ public final class PermissionStore: Sendable {
     // MARK: Writing
 
     /// Sets statuses (full or short names) in one transaction, recording each change in the history.
-    public func set(appId: String, _ statuses: [String: PermissionStatus], at date: Date = Date()) throws {
+    public func set(appId: String, _ statuses: [String: PermissionStatus], at date: Date = Date()) async throws {
         try Identifier.validate(appId, as: .app)
         var normalized: [String: PermissionStatus] = [:]
         for (name, status) in statuses {
@@ -200,7 +220,7 @@ public final class PermissionStore: Sendable {
             normalized[PermissionName.full(name)] = status
         }
         let changes = normalized
-        try write { db in
+        try await write { db in
             for (name, status) in changes.sorted(by: { $0.key < $1.key }) {
                 let previous = try String.fetchOne(db, sql: "SELECT status FROM permission WHERE appId = ? AND name = ?", arguments: [appId, name])
                 try db.execute(
@@ -218,8 +238,8 @@ public final class PermissionStore: Sendable {
     }
 
     /// Forgets every stored status of the app (the history keeps the resets).
-    public func reset(appId: String, at date: Date = Date()) throws {
-        try write { db in
+    public func reset(appId: String, at date: Date = Date()) async throws {
+        try await write { db in
             for row in try Row.fetchAll(db, sql: "SELECT name, status FROM permission WHERE appId = ?", arguments: [appId]) {
                 try db.execute(
                     sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, NULL, ?)",

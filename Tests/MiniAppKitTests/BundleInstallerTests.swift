@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import MiniAppTestSupport
 import NIOConcurrencyHelpers
@@ -60,10 +61,10 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
 @Suite struct BundleInstallerTests {
     let cache: String
 
-    init() throws {
+    init() async throws {
         cache = try TemporaryDirectory.make().path
         // The hello bundle requires USER_NAME: allowed here so that load's launch gate opens.
-        try PermissionStore(cacheDirectory: cache).set(appId: "app-hello", ["USER_NAME": .allowed])
+        try await PermissionStore.open(cacheDirectory: cache).set(appId: "app-hello", ["USER_NAME": .allowed])
     }
 
     @Test func downloadsVerifiesUnpacksAndCaches() async throws {
@@ -462,6 +463,83 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
         #expect(CacheSnapshot(cache).leftovers.isEmpty)
     }
 
+    @Test func cancellingTheCallerCancelsItsInstallAndLeavesTheCacheAsItWas() async throws {
+        var platform = try SignedPlatform()
+        let zipPath = platform.zipPath
+        let zipRequested = NIOLockedValueBox(false)
+        let zip = platform.fixture.blobs[zipPath]!
+        platform.fixture.blobs[zipPath] = nil
+        try await withTestServer({ [platform] request in
+            guard request.path == zipPath else { return platform.fixture.handle(request) }
+            zipRequested.withLockedValue { $0 = true }
+            return StubResponse(headers: [("Content-Length", "\(zip.count)")], body: zip, action: .partialThenStall(zip.count / 2))
+        }) { server in
+            let before = CacheSnapshot(cache)
+            try await withInstaller(makeConfiguration(server, cache: cache)) { installer in
+                let install = Task { try await installer.download(appId: "app-hello") }
+                while !zipRequested.withLockedValue({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+                try await Task.sleep(for: .milliseconds(50))
+                install.cancel()
+                // Without cancellation reaching the download, the stalled zip would end in a read
+                // timeout, an unavailable error, not a cancellation.
+                await #expect(throws: CancellationError.self) { try await install.value }
+            }
+            #expect(CacheSnapshot(cache) == before)
+        }
+    }
+
+    @Test func aCancelledInstallOfALocalBundleLeavesTheCacheAsItWas() async throws {
+        let key = try SigningKey.generate()
+        let signed = try BundleFactory.sign(try BundleFactory.zip(BundleFactory.helloFiles), versionId: "v-1", key: key)
+        let zip = cache + "/../local-\(UUID().uuidString).zip"
+        try Data(signed.zip).write(to: URL(fileURLWithPath: zip))
+        let configuration = MiniAppConfiguration(platform: nil, projectId: nil, cacheDirectory: cache)
+        let before = CacheSnapshot(cache)
+        let installer = try BundleInstaller(configuration: configuration, platform: nil)
+        let install = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await installer.install(bundleAt: zip, appId: "app-local", versionId: "v-1", signature: signed.signature, publicKey: key.publicKey)
+        }
+        await #expect(throws: CancellationError.self) { try await install.value }
+        await installer.shutdown()
+        #expect(CacheSnapshot(cache) == before)
+    }
+
+    @Test func aHostsOwnHTTPClientIsUsedAndLeftOpen() async throws {
+        let platform = try SignedPlatform()
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let configuration = makeConfiguration(server, cache: cache)
+            let platformClient = try PlatformClient(configuration: configuration, httpClient: client)
+            let installer = try BundleInstaller(configuration: configuration, platform: platformClient, httpClient: client)
+            let first = try await installer.download(appId: "app-hello")
+            await installer.shutdown()
+            try await platformClient.shutdown()
+            // Still the host's: it was not shut down with the installer and the platform client.
+            let again = try BundleInstaller(configuration: configuration, platform: PlatformClient(configuration: configuration, httpClient: client), httpClient: client)
+            let second = try await again.download(appId: "app-hello", force: true)
+            await again.shutdown()
+            #expect(first.record.signature == .verified && second.record.versionId == first.record.versionId)
+            #expect(second.record.source == .network)
+        }
+        try await client.shutdown()
+    }
+
+    @Test func zipRedirectsAreFollowedByTheDownloaderItself() async throws {
+        var platform = try SignedPlatform()
+        let zipPath = platform.zipPath
+        let zip = platform.fixture.blobs[zipPath]!
+        platform.fixture.blobs[zipPath] = nil
+        platform.fixture.blobs["/moved/app.zip"] = zip
+        try await withTestServer({ [platform] request in
+            guard request.path == zipPath else { return platform.fixture.handle(request) }
+            return StubResponse(status: 302, headers: [("Location", "/moved/app.zip"), ("Content-Length", "0")])
+        }) { server in
+            let outcome = try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") }
+            #expect(outcome.record.signature == .verified)
+        }
+    }
+
     @Test func killedInstallLeftoversAreSweptByTheNextRun() async throws {
         let platform = try SignedPlatform()
         let configuration = MiniAppConfiguration(platform: .remote(URL(string: "http://127.0.0.1:9/")!), projectId: "proj-1", cacheDirectory: cache)
@@ -477,6 +555,7 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
             #expect(outcome.record.signature == .verified)
         }
         view.sweep()
+        view.emptyTrash(orphans: true)
         #expect(CacheSnapshot(cache).leftovers.isEmpty)
     }
 }

@@ -13,66 +13,66 @@ import Testing
         optPermissions: [PermissionDeclaration(name: KnownPermission.location.rawValue, reason: "weather")]
     )
 
-    @Test func undecidedDeclaredPermissionsAreDeniedAndTheGateStaysClosed() throws {
-        let store = try PermissionStore(cacheDirectory: cache)
-        let states = try store.permissions(appId: "app", manifest: manifest)
+    @Test func undecidedDeclaredPermissionsAreDeniedAndTheGateStaysClosed() async throws {
+        let store = try await PermissionStore.open(cacheDirectory: cache)
+        let states = try await store.permissions(appId: "app", manifest: manifest)
         #expect(states.map(\.name) == [KnownPermission.userName.rawValue, "com.example.CUSTOM", KnownPermission.location.rawValue])
         #expect(states.allSatisfy { $0.status == .denied && $0.decidedAt == nil })
         #expect(states.map(\.known) == [true, false, true])
         #expect(states.map(\.required) == [true, true, false])
-        #expect(try store.launchDecision(appId: "app", manifest: manifest).missing == [KnownPermission.userName.rawValue, "com.example.CUSTOM"])
+        #expect(try await store.launchDecision(appId: "app", manifest: manifest).missing == [KnownPermission.userName.rawValue, "com.example.CUSTOM"])
     }
 
-    @Test func grantsOpenTheGateAndSurviveReopening() throws {
+    @Test func grantsOpenTheGateAndSurviveReopening() async throws {
         do {
-            let store = try PermissionStore(cacheDirectory: cache)
-            try store.set(appId: "app", ["USER_NAME": .allowed, "com.example.CUSTOM": .allowed, "LOCATION": .denied])
+            let store = try await PermissionStore.open(cacheDirectory: cache)
+            try await store.set(appId: "app", ["USER_NAME": .allowed, "com.example.CUSTOM": .allowed, "LOCATION": .denied])
         }
-        let reopened = try PermissionStore(cacheDirectory: cache)
-        #expect(try reopened.launchDecision(appId: "app", manifest: manifest).allowed)
-        #expect(try reopened.isAllowed(appId: "app", permission: "USER_NAME"))
-        #expect(try reopened.isAllowed(appId: "app", permission: KnownPermission.userName.rawValue))
-        #expect(try !reopened.isAllowed(appId: "app", permission: "LOCATION"))
-        #expect(try !reopened.isAllowed(appId: "other", permission: "USER_NAME"))
+        let reopened = try await PermissionStore.open(cacheDirectory: cache)
+        #expect(try await reopened.launchDecision(appId: "app", manifest: manifest).allowed)
+        #expect(try await reopened.isAllowed(appId: "app", permission: "USER_NAME"))
+        #expect(try await reopened.isAllowed(appId: "app", permission: KnownPermission.userName.rawValue))
+        #expect(!(try await reopened.isAllowed(appId: "app", permission: "LOCATION")))
+        #expect(!(try await reopened.isAllowed(appId: "other", permission: "USER_NAME")))
         let mode = try FileManager.default.attributesOfItem(atPath: reopened.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
     }
 
-    @Test func aNewRequiredPermissionClosesTheGateAgain() throws {
-        let store = try PermissionStore(cacheDirectory: cache)
-        try store.set(appId: "app", ["USER_NAME": .allowed, "com.example.CUSTOM": .allowed])
-        #expect(try store.launchDecision(appId: "app", manifest: manifest).allowed)
+    @Test func aNewRequiredPermissionClosesTheGateAgain() async throws {
+        let store = try await PermissionStore.open(cacheDirectory: cache)
+        try await store.set(appId: "app", ["USER_NAME": .allowed, "com.example.CUSTOM": .allowed])
+        #expect(try await store.launchDecision(appId: "app", manifest: manifest).allowed)
         var newer = manifest
         newer.reqPermissions.append(PermissionDeclaration(name: KnownPermission.contactList.rawValue))
-        #expect(try store.launchDecision(appId: "app", manifest: newer).missing == [KnownPermission.contactList.rawValue])
+        #expect(try await store.launchDecision(appId: "app", manifest: newer).missing == [KnownPermission.contactList.rawValue])
     }
 
-    @Test func historyRecordsEveryChangeAndReset() throws {
-        let store = try PermissionStore(cacheDirectory: cache)
-        try store.set(appId: "app", ["USER_NAME": .allowed])
-        try store.set(appId: "app", ["USER_NAME": .allowed])
-        try store.set(appId: "app", ["USER_NAME": .denied])
-        try store.reset(appId: "app")
-        let history = try store.history(appId: "app")
+    @Test func historyRecordsEveryChangeAndReset() async throws {
+        let store = try await PermissionStore.open(cacheDirectory: cache)
+        try await store.set(appId: "app", ["USER_NAME": .allowed])
+        try await store.set(appId: "app", ["USER_NAME": .allowed])
+        try await store.set(appId: "app", ["USER_NAME": .denied])
+        try await store.reset(appId: "app")
+        let history = try await store.history(appId: "app")
         #expect(history.map(\.from) == [nil, .allowed, .denied])
         #expect(history.map(\.to) == [.allowed, .denied, nil])
-        #expect(try store.stored(appId: "app").isEmpty)
+        #expect(try await store.stored(appId: "app").isEmpty)
     }
 
-    @Test func undeclaredStoredDecisionsAreKept() throws {
-        let store = try PermissionStore(cacheDirectory: cache)
-        try store.set(appId: "app", ["POINTS": .notAvailable])
-        let extra = try #require(try store.permissions(appId: "app", manifest: manifest).last)
+    @Test func undeclaredStoredDecisionsAreKept() async throws {
+        let store = try await PermissionStore.open(cacheDirectory: cache)
+        try await store.set(appId: "app", ["POINTS": .notAvailable])
+        let extra = try #require(try await store.permissions(appId: "app", manifest: manifest).last)
         #expect(extra.name == KnownPermission.points.rawValue)
         #expect(extra.declared == false)
         #expect(extra.status == .notAvailable)
     }
 
     @Test(arguments: PermissionInterchange.allCases)
-    func interchangeShapesRoundTrip(shape: PermissionInterchange) throws {
-        let store = try PermissionStore(cacheDirectory: cache)
-        try store.set(appId: "app", ["USER_NAME": .allowed, "LOCATION": .notAvailable, "com.example.CUSTOM": .denied])
-        let exported = try shape.export(appId: "app", try store.permissions(appId: "app", manifest: manifest))
+    func interchangeShapesRoundTrip(shape: PermissionInterchange) async throws {
+        let store = try await PermissionStore.open(cacheDirectory: cache)
+        try await store.set(appId: "app", ["USER_NAME": .allowed, "LOCATION": .notAvailable, "com.example.CUSTOM": .denied])
+        let exported = try shape.export(appId: "app", try await store.permissions(appId: "app", manifest: manifest))
         let parsed = try PermissionInterchange.parse(exported)
         #expect(parsed.statuses == [KnownPermission.userName.rawValue: .allowed, KnownPermission.location.rawValue: .notAvailable, "com.example.CUSTOM": .denied])
         #expect(parsed.appId == (shape == .pairs ? "app" : nil))
@@ -92,11 +92,11 @@ import Testing
         #expect(throws: PermissionStoreError.self) { try PermissionInterchange.parse(Data(text.utf8)) }
     }
 
-    @Test func damagedDatabaseIsReportedAndLeftAlone() throws {
+    @Test func damagedDatabaseIsReportedAndLeftAlone() async throws {
         let path = cache + "/permissions.sqlite"
         let garbage = Data(repeating: 0x42, count: 8192)
         try garbage.write(to: URL(fileURLWithPath: path))
-        let error = #expect(throws: PermissionStoreError.self) { try PermissionStore(cacheDirectory: cache) }
+        let error = await #expect(throws: PermissionStoreError.self) { try await PermissionStore.open(cacheDirectory: cache) }
         #expect(error?.category == .badData)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage, "never silently reset")
     }
@@ -106,13 +106,13 @@ import Testing
         try await withThrowingTaskGroup(of: Void.self) { group in
             for name in names {
                 group.addTask {
-                    let store = try PermissionStore(cacheDirectory: cache)
-                    try store.set(appId: "app", [name: .allowed])
+                    let store = try await PermissionStore.open(cacheDirectory: cache)
+                    try await store.set(appId: "app", [name: .allowed])
                 }
             }
             try await group.waitForAll()
         }
-        #expect(try PermissionStore(cacheDirectory: cache).stored(appId: "app").count == names.count)
+        #expect(try await PermissionStore.open(cacheDirectory: cache).stored(appId: "app").count == names.count)
     }
 
     @Test func manifestDiffNamesEveryKindOfChange() {

@@ -112,7 +112,7 @@ func noise(_ count: Int, seed: UInt64) -> String {
                 #expect(view.check(record, thorough: true).intact)
             }
             #expect(CacheSnapshot(cache).leftovers.isEmpty)
-            let stored = try PermissionStore(cacheDirectory: cache).stored(appId: "app-hello")
+            let stored = try await PermissionStore.open(cacheDirectory: cache).stored(appId: "app-hello")
             #expect(Set(stored.map(\.name)) == [KnownPermission.userName.rawValue, KnownPermission.location.rawValue, KnownPermission.points.rawValue])
             let verify = try await runCached(server, cache: cache, ["cache", "verify"])
             #expect(verify.status == 0, "stderr: \(verify.stderr)")

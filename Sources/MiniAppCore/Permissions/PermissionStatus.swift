@@ -113,6 +113,8 @@ public enum PermissionStoreError: CategorizedError, Equatable {
     case corrupt(path: String, reason: String)
     /// The database cannot be opened, read or written.
     case unavailable(path: String, reason: String)
+    /// Another process kept the database locked for longer than the lock timeout (`nil` seconds: SQLite's own wait).
+    case busy(path: String, waitedSeconds: Int?)
     /// A permission name that cannot be stored.
     case invalidName(String)
     /// An import document in neither interchange shape.
@@ -124,6 +126,7 @@ public enum PermissionStoreError: CategorizedError, Equatable {
         switch self {
         case .corrupt, .invalidImport: return .badData
         case .unavailable: return .localIO
+        case .busy: return .busy
         case .invalidName: return .usage
         case .launchRefused: return .notAllowed
         }
@@ -134,13 +137,15 @@ public enum PermissionStoreError: CategorizedError, Equatable {
         case .corrupt(let path, let reason):
             return "the permission store \(path) is damaged (\(reason)); it was left untouched: restore it from a backup or move it aside to start over"
         case .unavailable(let path, let reason):
-            return "cannot use the permission store \(path): \(reason); check --cache-dir and its permissions"
+            return "cannot use the permission store \(path): \(reason); check the cache directory and its permissions"
+        case .busy(let path, let waited):
+            return "the permission store \(path) is locked by another process\(waited.map { " (waited \($0) s)" } ?? ""); retry when it is done, or allow a longer lock timeout"
         case .invalidName(let name):
             return "invalid permission name '\(Sanitizer.printable(name, limit: 80))': use a full name such as rakuten.miniapp.user.USER_NAME or a short one such as USER_NAME"
         case .invalidImport(let reason):
             return "the import is in neither interchange shape (\(reason)): use [{\"permissionName\", \"isPermissionGranted\"}] or {\"miniAppId\", \"pairValues\": [{\"first\", \"second\"}]}"
         case .launchRefused(let appId, let missing):
-            return "app \(appId) may not launch: required permission\(missing.count == 1 ? "" : "s") not allowed: \(missing.joined(separator: ", ")); grant with 'miniapp permissions grant \(appId) <name>...'"
+            return "app \(appId) may not launch: required permission\(missing.count == 1 ? "" : "s") not allowed: \(missing.joined(separator: ", ")); grant them in the permission store to let it launch"
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import MiniAppCore
 
 /// The on-disk cache of installed versions for one ``CacheNamespace``.
@@ -7,6 +8,11 @@ import MiniAppCore
 /// Layout under the cache root:
 /// `bundles/<namespace>/<app-id>/<version-id>/{record.json, files.list, last-used, bundle/}`, `locks/`, `tmp/`,
 /// `trash/`. A version exists only once its `record.json` does; it is written last.
+///
+/// The synchronous methods read and check the disk on the calling thread: from async code, prefer
+/// ``BundleInstaller``'s methods, which run that work on the thread pool given to it. The async methods
+/// here (``remove(appId:versionId:)``, ``prune(keep:maxBytes:protecting:)``) do their disk work on
+/// ``threadPool``.
 public struct BundleCache: Sendable {
     /// The cache root.
     public let root: String
@@ -14,13 +20,20 @@ public struct BundleCache: Sendable {
     public let namespace: CacheNamespace
     /// How long to wait for another process holding a version's lock.
     public var lockTimeout: Duration
+    /// The pool that the async methods' disk work runs on.
+    public var threadPool: NIOThreadPool { pool.threadPool }
+    let pool: BlockingPool
     let logger: Logger
 
-    /// A view of the cache at `root` for one namespace.
-    public init(root: String, namespace: CacheNamespace, lockTimeout: Duration = .seconds(300), logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })) {
+    /// A view of the cache at `root` for one namespace, doing its async methods' disk work on `threadPool`.
+    public init(
+        root: String, namespace: CacheNamespace, lockTimeout: Duration = .seconds(300), threadPool: NIOThreadPool = .singleton,
+        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
         self.root = root
         self.namespace = namespace
         self.lockTimeout = lockTimeout
+        self.pool = BlockingPool(threadPool)
         self.logger = logger
     }
 
@@ -110,7 +123,7 @@ public struct BundleCache: Sendable {
     /// was installed).
     public func withOtherNamespaces() -> [BundleCache] {
         [self] + Self.namespaces(root: root).filter { $0.key != namespace.key }.map {
-            BundleCache(root: root, namespace: $0, lockTimeout: lockTimeout, logger: logger)
+            BundleCache(root: root, namespace: $0, lockTimeout: lockTimeout, threadPool: pool.threadPool, logger: logger)
         }
     }
 
@@ -262,26 +275,32 @@ public struct BundleCache: Sendable {
     public func remove(appId: String, versionId: String? = nil) async throws -> [InstallRecord] {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
-        let targets = records(appId: appId).filter { versionId == nil || $0.versionId == versionId }
+        let targets = try await pool.run { records(appId: appId).filter { versionId == nil || $0.versionId == versionId } }
         guard !targets.isEmpty else { throw CacheError.notCached(appId: appId, versionId: versionId) }
         var removed: [InstallRecord] = []
         for target in targets {
             let lock = try await self.lock(appId: target.id, versionId: target.versionId)
-            discard(versionDirectory(appId: target.id, versionId: target.versionId))
+            try await pool.runToCompletion { discard(versionDirectory(appId: target.id, versionId: target.versionId)) }
             withExtendedLifetime(lock) {}
             removed.append(target)
         }
-        emptyTrash()
+        try await pool.runToCompletion { emptyTrash() }
         return removed
     }
 
     /// Drops old versions: beyond the `keep` most recently used of each app, then the least recently
     /// used until the cache holds at most `maxBytes`; never the `protected` version. Returns what went.
     public func prune(keep: Int?, maxBytes: Int64?, protecting protected: InstallRecord? = nil) async throws -> [InstallRecord] {
+        try await prune(keep: keep, maxBytes: maxBytes, protecting: protected, emptying: nil)
+    }
+
+    /// ``prune(keep:maxBytes:protecting:)``, deleting what went on `background` instead of before it
+    /// returns, when given.
+    func prune(keep: Int?, maxBytes: Int64?, protecting protected: InstallRecord?, emptying background: BackgroundWork?) async throws -> [InstallRecord] {
         func isProtected(_ record: InstallRecord) -> Bool {
             record.id == protected?.id && record.versionId == protected?.versionId
         }
-        let all = records()
+        let all = try await pool.run { records() }
         var doomed: [InstallRecord] = []
         if let keep {
             for versions in Dictionary(grouping: all, by: \.id).values {
@@ -299,13 +318,19 @@ public struct BundleCache: Sendable {
         var removed: [InstallRecord] = []
         for target in doomed.sorted(by: { $0.lastUsedAt < $1.lastUsedAt }) {
             let lock = try await self.lock(appId: target.id, versionId: target.versionId)
-            if record(appId: target.id, versionId: target.versionId) != nil {
+            let gone = try await pool.runToCompletion { () -> Bool in
+                guard record(appId: target.id, versionId: target.versionId) != nil else { return false }
                 discard(versionDirectory(appId: target.id, versionId: target.versionId))
-                removed.append(target)
+                return true
             }
+            if gone { removed.append(target) }
             withExtendedLifetime(lock) {}
         }
-        emptyTrash()
+        if let background {
+            if !removed.isEmpty { background.run(name: "miniapp.trash") { emptyTrash() } }
+        } else {
+            try await pool.runToCompletion { emptyTrash() }
+        }
         return removed
     }
 
@@ -333,8 +358,14 @@ public struct BundleCache: Sendable {
     }
 
     /// Deletes what is in the trash; each entry is claimed with a rename so two processes never
-    /// delete the same tree.
-    public func emptyTrash() {
+    /// delete the same tree. With `orphans`, also entries claimed by deleters that may have died
+    /// (a live one and this one then both delete, which is safe).
+    public func emptyTrash(orphans: Bool = false) {
+        if orphans {
+            for entry in FileReading.children(of: trashDirectory) where entry.hasSuffix(".deleting") {
+                try? FileManager.default.removeItem(atPath: trashDirectory + "/" + entry)
+            }
+        }
         for entry in FileReading.children(of: trashDirectory) where !entry.hasSuffix(".deleting") {
             let claimed = trashDirectory + "/" + entry + "." + UUID().uuidString.prefix(8) + ".deleting"
             guard rename(trashDirectory + "/" + entry, claimed) == 0 else { continue }
@@ -342,8 +373,8 @@ public struct BundleCache: Sendable {
         }
     }
 
-    /// Cleans what killed processes left: scratch folders whose version lock is free, and version
-    /// folders without a record.
+    /// Moves into the trash what killed processes left: scratch folders whose version lock is free,
+    /// and version folders without a record. Renames only: ``emptyTrash(orphans:)`` deletes.
     public func sweep() {
         for entry in FileReading.children(of: temporaryRoot) {
             let parts = entry.split(separator: "@").map(String.init)
@@ -361,10 +392,19 @@ public struct BundleCache: Sendable {
                 withExtendedLifetime(lock) {}
             }
         }
-        for entry in FileReading.children(of: trashDirectory) where entry.hasSuffix(".deleting") {
-            try? FileManager.default.removeItem(atPath: trashDirectory + "/" + entry)
+    }
+
+    /// Whether `tmp/` or `trash/` hold anything: what a killed process may have left for ``sweep()``.
+    func hasLeftovers() -> Bool {
+        [temporaryRoot, trashDirectory].contains { directory in
+            guard let stream = opendir(directory) else { return false }
+            defer { closedir(stream) }
+            while let entry = readdir(stream) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { return true }
+            }
+            return false
         }
-        emptyTrash()
     }
 
     /// Every namespace that has a folder under the cache root.

@@ -21,13 +21,18 @@ final class BundleDownloader: Sendable {
     private let maxBytes: Int64
     private let logger: Logger
 
-    init(network: NetworkSettings, maxBytes: Int64, logger: Logger) {
+    /// How many redirects one download follows.
+    static let maxRedirects = 5
+
+    /// A downloader using `httpClient` when given (the host's, left open), else a client of its own.
+    /// Redirects are followed here, up to ``maxRedirects``, whatever the client's own setting.
+    init(network: NetworkSettings, maxBytes: Int64, httpClient: HTTPClient?, logger: Logger) {
         self.network = network
         self.maxBytes = maxBytes
         self.logger = logger
-        self.connections = LazyHTTPClient {
+        self.connections = LazyHTTPClient(shared: httpClient, connectTimeout: network.connectTimeout.timeAmount) {
             HTTPClient.Configuration(
-                redirectConfiguration: .follow(max: 5, allowCycles: false),
+                redirectConfiguration: .disallow,
                 timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
             )
         }
@@ -59,8 +64,9 @@ final class BundleDownloader: Sendable {
         let policy = network.retry
         let clock = ContinuousClock()
         let deadline = clock.now + policy.totalBudget
-        let text = url.absoluteString
+        var text = url.absoluteString
         var attempt = 0
+        var redirects = 0
         var validator: String?
         while true {
             attempt += 1
@@ -82,6 +88,17 @@ final class BundleDownloader: Sendable {
                 let status = Int(response.status.code)
                 let total: Int64?
                 switch status {
+                case 301, 302, 303, 307, 308:
+                    guard let location = response.headers.first(name: "Location"), let next = URL(string: location, relativeTo: URL(string: text)),
+                          ["http", "https"].contains(next.scheme?.lowercased() ?? "") else {
+                        throw DownloadError.httpStatus(url: text, status: status, attempts: attempt)
+                    }
+                    redirects += 1
+                    guard redirects <= Self.maxRedirects else { throw DownloadError.tooManyRedirects(url: url.absoluteString, limit: Self.maxRedirects) }
+                    logger.debug("bundle redirect", metadata: ["url": "\(text)", "location": "\(next.absoluteString)"])
+                    text = next.absoluteString
+                    attempt -= 1
+                    continue
                 case 206 where resuming:
                     guard let range = Self.contentRange(response.headers), range.start == sink.received else {
                         sink.restart()

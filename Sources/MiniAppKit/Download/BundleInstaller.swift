@@ -1,11 +1,15 @@
+import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOPosix
 import MiniAppCore
 
 /// Downloads, verifies, unpacks and caches versions, fail-closed: any failure leaves the cache as it was.
 ///
 /// This is what a host service uses to get a mini-app ready to show. Create one per configuration and
-/// call ``shutdown()`` when done.
+/// keep it; call ``shutdown()`` when done. Every method is async and does its blocking work (extraction,
+/// hashing, syncs, reading the cache) on `threadPool`, never on Swift's cooperative pool; cancelling
+/// the calling task stops an install, which then leaves the cache as it was.
 public final class BundleInstaller: Sendable {
     /// The configuration in force.
     public let configuration: MiniAppConfiguration
@@ -14,28 +18,43 @@ public final class BundleInstaller: Sendable {
     let platform: (any PlatformAPI)?
     let downloader: BundleDownloader
     let verifier: SignatureVerifier
-    let coordinator = InstallCoordinator()
+    let pool: BlockingPool
+    let permissions: PermissionAccess
     /// Deletions still running, which ``shutdown()`` waits for.
     let background = BackgroundWork()
     let logger: Logger
 
     /// An installer for `configuration`, using `platform` for the network (none when offline).
-    public init(configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })) throws(ConfigurationError) {
+    ///
+    /// - Parameters:
+    ///   - httpClient: the client that downloads zips; by default the installer makes its own, which
+    ///     ``shutdown()`` closes. A client given here is the host's to shut down.
+    ///   - threadPool: where blocking work runs; by default NIO's shared pool.
+    ///   - permissionStore: the store whose decisions gate ``load(appId:versionId:progress:)``; by default
+    ///     the one in the cache directory, opened once when first needed.
+    ///   - logger: where the installer logs, with the caller's metadata; silent by default.
+    public init(
+        configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, httpClient: HTTPClient? = nil,
+        threadPool: NIOThreadPool = .singleton, permissionStore: PermissionStore? = nil,
+        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws(ConfigurationError) {
         self.configuration = configuration
         self.platform = configuration.offline ? nil : platform
         self.logger = logger
+        self.pool = BlockingPool(threadPool)
         let namespace = configuration.cacheNamespace
-        self.cache = BundleCache(root: configuration.cacheDirectory, namespace: namespace, lockTimeout: configuration.lockTimeout, logger: logger)
-        self.downloader = BundleDownloader(network: configuration.network, maxBytes: configuration.maxDownloadBytes, logger: logger)
+        self.cache = BundleCache(root: configuration.cacheDirectory, namespace: namespace, lockTimeout: configuration.lockTimeout, threadPool: threadPool, logger: logger)
+        self.downloader = BundleDownloader(network: configuration.network, maxBytes: configuration.maxDownloadBytes, httpClient: httpClient, logger: logger)
         self.verifier = SignatureVerifier(
             trusted: try TrustedKeys(configuration.trustedKeys),
             keyStore: KeyStore(directory: configuration.cacheDirectory + "/keys/" + namespace.key, lifetime: configuration.keyCacheLifetime),
             platform: self.platform
         )
+        self.permissions = PermissionAccess(store: permissionStore, cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout)
     }
 
-    /// Closes the download connections, and waits for the deletions of downloaded zips, which run on
-    /// threads of their own while installs commit.
+    /// Closes what the installer made itself (its download connections), and waits for the deletions
+    /// of replaced versions and downloaded zips, which run on threads of their own.
     public func shutdown() async {
         await downloader.shutdown()
         await background.wait()
@@ -89,7 +108,7 @@ public final class BundleInstaller: Sendable {
         let retention = configuration.retention
         guard retention.automatic else { return outcome }
         var result = outcome
-        if let removed = try? await cache.prune(keep: retention.previousVersions + 1, maxBytes: retention.maxBytes, protecting: outcome.record), !removed.isEmpty {
+        if let removed = try? await cache.prune(keep: retention.previousVersions + 1, maxBytes: retention.maxBytes, protecting: outcome.record, emptying: background), !removed.isEmpty {
             result.notes.append("pruned \(removed.count) old cached version\(removed.count == 1 ? "" : "s")")
         }
         return result
@@ -101,21 +120,41 @@ public final class BundleInstaller: Sendable {
     /// with the version kept in the cache.
     public func load(appId: String, versionId: String? = nil, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> InstallOutcome {
         let outcome = try await ensureForLoad(appId: appId, versionId: versionId, progress: progress)
-        let manifest = try cache.manifest(of: outcome.record, language: configuration.language)
-        let decision = try PermissionStore.launchDecision(cacheDirectory: configuration.cacheDirectory, appId: appId, manifest: manifest)
+        let decision = try await launchDecision(for: outcome.record)
         guard decision.allowed else { throw PermissionStoreError.launchRefused(appId: appId, missing: decision.missing) }
         return outcome
+    }
+
+    /// Whether the cached version `record` may launch: every permission its manifest requires is
+    /// `ALLOWED` in the permission store.
+    public func launchDecision(for record: InstallRecord) async throws -> LaunchDecision {
+        let manifest = try await self.manifest(of: record)
+        return try await permissions.launchDecision(appId: record.id, manifest: manifest)
+    }
+
+    /// The manifest.json in force for a cached version, localised for the configured language.
+    public func manifest(of record: InstallRecord) async throws -> BundleManifest {
+        let cache = self.cache
+        let language = configuration.language
+        return try await pool.run { try cache.manifest(of: record, language: language) }
+    }
+
+    /// The permission store that gates launches: the one given at creation, else the cache
+    /// directory's, opened (and created) now if it is not open yet.
+    public func permissionStore() async throws -> PermissionStore {
+        try await permissions.store(creating: true)!
     }
 
     /// The changes from the manifest in force for the newest cached version of `appId` to the latest
     /// version's metadata on the platform.
     public func manifestDiff(appId: String) async throws -> (cached: InstallRecord, latest: AppVersion, diff: ManifestDiff) {
         try Identifier.validate(appId, as: .app)
-        guard let cached = cache.records(appId: appId).first else { throw CacheError.notCached(appId: appId, versionId: nil) }
+        let cache = self.cache
+        guard let cached = try await pool.run({ cache.records(appId: appId).first }) else { throw CacheError.notCached(appId: appId, versionId: nil) }
         guard let platform else { throw CacheError.notCached(appId: appId, versionId: nil) }
         let latest = try await platform.latestVersion(ofApp: appId).version
         let current = try await platform.metadata(appId: appId, versionId: latest.versionId, language: configuration.language)
-        return (cached, latest, ManifestDiff(from: try cache.manifest(of: cached, language: configuration.language), to: current))
+        return (cached, latest, ManifestDiff(from: try await manifest(of: cached), to: current))
     }
 
     private func ensureForLoad(appId: String, versionId: String?, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
@@ -123,8 +162,9 @@ public final class BundleInstaller: Sendable {
             return try await download(appId: appId, versionId: versionId, progress: progress)
         } catch let error as any CategorizedError where error.category == .unavailable {
             // A given version that is cached and intact never reaches the network; only "the latest" falls back.
-            guard versionId == nil, let (view, fallback) = cache.lookup(appId: appId, intactOnly: true) else { throw error }
-            var outcome = reuse(fallback, in: view)
+            let cache = self.cache
+            guard versionId == nil, let (view, fallback) = try await pool.run({ cache.lookup(appId: appId, intactOnly: true) }) else { throw error }
+            var outcome = try await pool.run { Self.reuse(fallback, in: view) }
             outcome.notes.insert("the platform is unavailable (\(error.description)); using cached version \(fallback.versionId)", at: 0)
             return outcome
         }
@@ -133,34 +173,50 @@ public final class BundleInstaller: Sendable {
     private func resolve(appId: String, versionId: String?) async throws -> AppVersion {
         if let versionId { return AppVersion(versionId: versionId, versionTag: nil) }
         guard let platform else {
-            guard let newest = cache.lookup(appId: appId)?.record else { throw CacheError.notCached(appId: appId, versionId: nil) }
+            let cache = self.cache
+            guard let newest = try await pool.run({ cache.lookup(appId: appId)?.record }) else { throw CacheError.notCached(appId: appId, versionId: nil) }
             return AppVersion(versionId: newest.versionId, versionTag: newest.versionTag)
         }
         return try await platform.latestVersion(ofApp: appId).version
     }
 
-    /// The version reused when cached and intact, else installed from the platform.
+    /// The version reused when cached and intact, else installed from the platform. Two installs of one
+    /// version, in this process or in others, meet at the version's lock: the second finds the first's
+    /// result under it and reuses it.
     private func ensure(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
+        let cache = self.cache
+        let logger = self.logger
         guard platform != nil else {
             // Offline, an intact copy from any platform's part of the cache will do (lookup checks it).
-            if !force, let (view, cached) = cache.lookup(appId: appId, versionId: versionId, intactOnly: true) { return reuse(cached, in: view) }
-            if !force, let (view, damaged) = cache.lookup(appId: appId, versionId: versionId) {
-                throw CacheError.damaged(appId: appId, versionId: versionId, problems: view.check(damaged).problems)
+            return try await pool.run {
+                if !force, let (view, cached) = cache.lookup(appId: appId, versionId: versionId, intactOnly: true) { return Self.reuse(cached, in: view) }
+                if !force, let (view, damaged) = cache.lookup(appId: appId, versionId: versionId) {
+                    throw CacheError.damaged(appId: appId, versionId: versionId, problems: view.check(damaged).problems)
+                }
+                throw CacheError.notCached(appId: appId, versionId: versionId)
             }
-            throw CacheError.notCached(appId: appId, versionId: versionId)
         }
-        if !force, let cached = cache.record(appId: appId, versionId: versionId) {
-            if cache.check(cached).intact { return reuse(cached) }
+        if !force, let (reused, leftovers) = try await pool.run({ () -> (InstallOutcome, Bool)? in
+            guard let cached = cache.record(appId: appId, versionId: versionId) else { return nil }
+            if cache.check(cached).intact { return (Self.reuse(cached, in: cache), cache.hasLeftovers()) }
             logger.warning("cached version is damaged; reinstalling", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
+            return nil
+        }) {
+            // What killed processes left is cleaned by installs; a reuse cleans it too, off the caller's path.
+            if leftovers {
+                background.run(name: "miniapp.sweep") {
+                    cache.sweep()
+                    cache.emptyTrash(orphans: true)
+                }
+            }
+            return reused
         }
-        let key = "\(appId)@\(versionId)"
-        return try await coordinator.run(key) {
-            try await self.installFromPlatform(appId: appId, versionId: versionId, versionTag: versionTag, force: force, progress: progress)
-        }
+        return try await installFromPlatform(appId: appId, versionId: versionId, versionTag: versionTag, force: force, progress: progress)
     }
 
-    private func reuse(_ record: InstallRecord, in view: BundleCache? = nil) -> InstallOutcome {
-        var used = (view ?? cache).touch(record)
+    /// Records a use of `record` in `view` (the cache it was found in) now: blocking, for the pool.
+    private static func reuse(_ record: InstallRecord, in view: BundleCache) -> InstallOutcome {
+        var used = view.touch(record)
         used.source = .cache
         return InstallOutcome(record: used, notes: Self.signatureNotes(used))
     }
@@ -175,9 +231,13 @@ public final class BundleInstaller: Sendable {
 
     private func installFromPlatform(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
         guard let platform else { throw CacheError.notCached(appId: appId, versionId: versionId) }
+        let cache = self.cache
         return try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
-            if !force, let cached = cache.record(appId: appId, versionId: versionId), cache.check(cached).intact {
-                return reuse(cached)
+            if !force, let reused = try await pool.run({ () -> InstallOutcome? in
+                guard let cached = cache.record(appId: appId, versionId: versionId), cache.check(cached).intact else { return nil }
+                return Self.reuse(cached, in: cache)
+            }) {
+                return reused
             }
             var tag = versionTag
             if tag == nil, let described = try? await platform.app(appId, version: versionId) { tag = described.version.versionTag }
@@ -194,14 +254,15 @@ public final class BundleInstaller: Sendable {
                     versionId: versionId, sha256: downloaded.sha256
                 )
                 try enforce(outcome)
-                files = try unpack(zip, into: stage)
-                cache.discard(zip, on: background)
+                files = try await unpack(zip, into: stage)
+                let background = self.background
+                try await pool.run { cache.discard(zip, on: background) }
             } else {
                 guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
                 (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
                 outcome = .unverified(.multiFileManifest(versionId: versionId))
             }
-            return try finish(stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network, outcome: outcome, sha256: downloaded.sha256)
+            return try await finish(stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network, outcome: outcome, sha256: downloaded.sha256)
         }
     }
 
@@ -213,43 +274,60 @@ public final class BundleInstaller: Sendable {
         try Identifier.validate(appId, as: .app)
         try Identifier.validate(versionId, as: .version)
         if let keyId { try Identifier.validate(keyId, as: .key) }
-        let sha256 = try FileHashing.bundle(at: path).digest
+        let sha256 = try await pool.run { try FileHashing.bundle(at: path).digest }
         return try await withLockedStage(appId: appId, versionId: versionId) { _, stage in
             let outcome = await verifier.check(signature: signature, keyId: keyId, explicitKey: publicKey, versionId: versionId, sha256: sha256)
             try enforce(outcome)
-            let files = try unpack(path, into: stage)
-            return try finish(stage: stage, files: files, appId: appId, versionId: versionId, versionTag: versionTag, source: .bundle, outcome: outcome, sha256: sha256)
+            let files = try await unpack(path, into: stage)
+            return try await finish(stage: stage, files: files, appId: appId, versionId: versionId, versionTag: versionTag, source: .bundle, outcome: outcome, sha256: sha256)
         }
     }
 
     /// Runs `body` holding the version's lock, with a fresh scratch folder and an empty `stage` folder in
-    /// it; afterwards, whatever happened, the scratch folder goes and the trash is emptied. When `body`
-    /// fails, the folders this made go too, so that the cache is as it was.
+    /// it. After a success, the scratch folder (with a replaced version in it) is moved to the trash and
+    /// deleted in the background. After a failure or a cancellation, the scratch folder and the folders
+    /// this made are deleted before the error is thrown, so that the cache is exactly as it was.
     private func withLockedStage(appId: String, versionId: String, _ body: (_ scratch: String, _ stage: String) async throws -> InstallOutcome) async throws -> InstallOutcome {
-        let created = try cache.prepare()
-        cache.sweep()
+        let cache = self.cache
+        let created = try await pool.run { () throws -> [String] in
+            let created = try cache.prepare()
+            cache.sweep()
+            return created
+        }
         do {
             let lock = try await cache.lock(appId: appId, versionId: versionId)
             defer { withExtendedLifetime(lock) {} }
-            let scratch = try cache.freshScratch(appId: appId, versionId: versionId)
-            defer {
-                cache.discard(scratch)
-                cache.emptyTrash()
+            let (scratch, stage) = try await pool.run { () throws -> (String, String) in
+                let scratch = try cache.freshScratch(appId: appId, versionId: versionId)
+                let stage = scratch + "/stage"
+                guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) }
+                return (scratch, stage)
             }
-            let stage = scratch + "/stage"
-            guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) }
-            return try await body(scratch, stage)
+            do {
+                let outcome = try await body(scratch, stage)
+                try? await pool.runToCompletion { cache.discard(scratch) }
+                background.run(name: "miniapp.trash") { cache.emptyTrash(orphans: true) }
+                return outcome
+            } catch {
+                try? await pool.runToCompletion {
+                    cache.discard(scratch)
+                    cache.emptyTrash()
+                }
+                throw error
+            }
         } catch {
-            cache.removeIfEmpty(created)
+            try? await pool.runToCompletion { cache.removeIfEmpty(created) }
             throw error
         }
     }
 
     /// Commits a verified stage with its record (the size being the sum of `files`), and reports it.
+    /// A cancellation that comes before the commit stops it; once committing, the install completes.
     private func finish(
         stage: String, files: [BundleFile], appId: String, versionId: String, versionTag: String?,
         source: InstallSource, outcome: SignatureOutcome, sha256: [UInt8]
-    ) throws -> InstallOutcome {
+    ) async throws -> InstallOutcome {
+        try Task.checkCancellation()
         let now = Date()
         let record = InstallRecord(
             id: appId, versionId: versionId, versionTag: versionTag, path: "", source: source, signature: outcome.status,
@@ -257,9 +335,14 @@ public final class BundleInstaller: Sendable {
             sizeBytes: files.reduce(0) { $0 + $1.size }, installedAt: now, lastUsedAt: now,
             platform: cache.namespace.platform, projectId: cache.namespace.projectId
         )
-        var committed = try cache.commit(stage: stage, record: record)
+        let cache = self.cache
+        let keyStore = verifier.keyStore
+        var committed = try await pool.runToCompletion { () throws -> InstallRecord in
+            let committed = try cache.commit(stage: stage, record: record)
+            if let key = outcome.fetchedKey { keyStore?.store(key) }
+            return committed
+        }
         committed.source = source
-        if let key = outcome.fetchedKey { verifier.keyStore?.store(key) }
         logger.info("installed", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)", "signature": "\(outcome.status.rawValue)"])
         return InstallOutcome(record: committed, notes: Self.signatureNotes(committed))
     }
@@ -273,20 +356,23 @@ public final class BundleInstaller: Sendable {
     }
 
     /// Extracts `zip` into `stage/bundle`, stripping one top folder, checks its manifest.json, and
-    /// writes `stage/files.list`.
-    private func unpack(_ zip: String, into stage: String) throws -> [BundleFile] {
-        let raw = stage + "/raw"
-        let result = try ArchiveExtractor(limits: configuration.extraction).extract(zip, into: raw)
-        guard rename(result.bundleDirectory, stage + "/bundle") == 0 else { throw CacheError.system(stage + "/bundle") }
-        if result.bundleDirectory != raw { rmdir(raw) }
-        _ = try BundleManifest.read(bundleDirectory: stage + "/bundle")
-        try writeFileList(result.files, directories: result.directories, stage: stage)
-        return result.files
+    /// writes `stage/files.list`, on the pool.
+    private func unpack(_ zip: String, into stage: String) async throws -> [BundleFile] {
+        let limits = configuration.extraction
+        return try await pool.run {
+            let raw = stage + "/raw"
+            let result = try ArchiveExtractor(limits: limits).extract(zip, into: raw)
+            guard rename(result.bundleDirectory, stage + "/bundle") == 0 else { throw CacheError.system(stage + "/bundle") }
+            if result.bundleDirectory != raw { rmdir(raw) }
+            _ = try BundleManifest.read(bundleDirectory: stage + "/bundle")
+            try Self.writeFileList(result.files, directories: result.directories, stage: stage)
+            return result.files
+        }
     }
 
     /// Writes `stage/files.list`: the files, and the folders' change times as they are now that the
     /// tree is in its final shape.
-    private func writeFileList(_ files: [BundleFile], directories known: [String]? = nil, stage: String) throws {
+    private static func writeFileList(_ files: [BundleFile], directories known: [String]? = nil, stage: String) throws {
         let inspector = BundleInspector(root: stage + "/bundle")
         // The extraction knows every folder it made: one status call each instead of reading them all.
         let directories = known.flatMap(inspector.directories(at:)) ?? inspector.directories()
@@ -326,9 +412,11 @@ public final class BundleInstaller: Sendable {
             total += file.size
         }
         guard files.contains(where: { $0.path == "index.html" }) else { throw ArchiveError.missingIndex }
-        _ = try BundleManifest.read(bundleDirectory: bundle)
         let sorted = files.sorted { $0.path < $1.path }
-        try writeFileList(sorted, stage: stage)
+        try await pool.run {
+            _ = try BundleManifest.read(bundleDirectory: bundle)
+            try Self.writeFileList(sorted, stage: stage)
+        }
         return (DownloadedFile(sha256: combined.finalize(), size: total), sorted)
     }
 }

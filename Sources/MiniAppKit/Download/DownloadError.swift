@@ -9,6 +9,8 @@ public enum DownloadError: CategorizedError, Equatable {
     case unreachable(url: String, reason: String, attempts: Int)
     /// The server sent more bytes than it announced.
     case lengthMismatch(url: String, expected: Int64, received: Int64)
+    /// The zip URL redirected more times than one download follows.
+    case tooManyRedirects(url: String, limit: Int)
     /// The bundle is larger than the configured limit.
     case tooLarge(url: String, limitBytes: Int64)
     /// Writing the download failed.
@@ -16,7 +18,7 @@ public enum DownloadError: CategorizedError, Equatable {
 
     public var category: ErrorCategory {
         switch self {
-        case .notFound, .httpStatus, .unreachable: return .unavailable
+        case .notFound, .httpStatus, .unreachable, .tooManyRedirects: return .unavailable
         case .lengthMismatch, .tooLarge: return .badData
         case .io: return .localIO
         }
@@ -30,12 +32,14 @@ public enum DownloadError: CategorizedError, Equatable {
             return "downloading \(url) failed with HTTP \(status) after \(attempts) attempt\(attempts == 1 ? "" : "s"): try again later"
         case .unreachable(let url, let reason, let attempts):
             return "downloading \(url) failed (\(reason), \(attempts) attempt\(attempts == 1 ? "" : "s")): check the network and try again"
+        case .tooManyRedirects(let url, let limit):
+            return "downloading \(url) was redirected more than \(limit) times: the platform's zip URL is misconfigured"
         case .lengthMismatch(let url, let expected, let received):
             return "the bundle at \(url) is longer than announced (\(received) bytes for a Content-Length of \(expected)): the server is misbehaving"
         case .tooLarge(let url, let limit):
-            return "the bundle at \(url) is larger than \(limit) bytes (raise limits.maxDownloadBytes in the config file if it is genuine)"
+            return "the bundle at \(url) is larger than \(limit) bytes (raise the configuration's maximum download size if it is genuine)"
         case .io(let path, let reason, let diskFull):
-            return "cannot write \(path): \(reason)\(diskFull ? "; free some disk space and retry" : "; check --cache-dir and its permissions")"
+            return "cannot write \(path): \(reason)\(diskFull ? "; free some disk space and retry" : "; check the cache directory and its permissions")"
         }
     }
 }

@@ -12,17 +12,3 @@ public struct InstallOutcome: Sendable {
         self.notes = notes
     }
 }
-
-/// Coalesces concurrent installs of the same version in one process into one.
-actor InstallCoordinator {
-    private var running: [String: Task<InstallOutcome, any Error>] = [:]
-
-    /// Runs `operation` for `key`, or joins the run already going for it.
-    func run(_ key: String, _ operation: @escaping @Sendable () async throws -> InstallOutcome) async throws -> InstallOutcome {
-        if let task = running[key] { return try await task.value }
-        let task = Task { try await operation() }
-        running[key] = task
-        defer { running[key] = nil }
-        return try await task.value
-    }
-}

@@ -24,9 +24,15 @@ public final class PlatformClient: PlatformAPI {
     let connections: LazyHTTPClient
 
     /// A client for the platform at `baseURL`.
+    ///
+    /// By default it makes its own `HTTPClient` on NIO's shared event loops, which ``shutdown()`` closes.
+    /// A host may give its own `httpClient` (its event loops, TLS, proxy, tracing), which stays the
+    /// host's to shut down; it should not follow redirects (`redirectConfiguration: .disallow`), since
+    /// the subscription key travels in a header that a redirect to another origin would carry along.
     public init(
         baseURL: URL, projectId: String, subscriptionKey: String? = nil, preview: Bool = false,
-        network: NetworkSettings = NetworkSettings(), logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
+        network: NetworkSettings = NetworkSettings(), httpClient: HTTPClient? = nil,
+        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.baseURL = baseURL.absoluteString.hasSuffix("/") ? baseURL : baseURL.appendingPathComponent("")
         self.projectId = projectId
@@ -34,7 +40,7 @@ public final class PlatformClient: PlatformAPI {
         self.preview = preview
         self.network = network
         self.logger = logger
-        self.connections = LazyHTTPClient {
+        self.connections = LazyHTTPClient(shared: httpClient, connectTimeout: network.connectTimeout.timeAmount) {
             HTTPClient.Configuration(
                 redirectConfiguration: .disallow,
                 timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
@@ -43,7 +49,10 @@ public final class PlatformClient: PlatformAPI {
     }
 
     /// A client for the remote platform that `configuration` names.
-    public convenience init(configuration: MiniAppConfiguration, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })) throws(ConfigurationError) {
+    public convenience init(
+        configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil,
+        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws(ConfigurationError) {
         switch configuration.platform {
         case nil:
             throw .missingPlatform
@@ -52,7 +61,7 @@ public final class PlatformClient: PlatformAPI {
         case .remote(let url)?:
             guard let projectId = configuration.projectId else { throw .missingProjectId }
             self.init(baseURL: url, projectId: projectId, subscriptionKey: configuration.subscriptionKey,
-                      preview: configuration.preview, network: configuration.network, logger: logger)
+                      preview: configuration.preview, network: configuration.network, httpClient: httpClient, logger: logger)
         }
     }
 
@@ -215,33 +224,39 @@ public final class PlatformClient: PlatformAPI {
 /// so the first request to a host, and the next one after a failure, race a plain TCP connect.
 final class LazyHTTPClient: Sendable {
     private let makeConfiguration: @Sendable () -> HTTPClient.Configuration
-    private let box = NIOLockedValueBox<(client: HTTPClient, configuration: HTTPClient.Configuration)?>(nil)
+    private let connectTimeout: TimeAmount
+    /// The host's client, when it gave one: used as it is, and never shut down here.
+    private let shared: HTTPClient?
+    private let box = NIOLockedValueBox<HTTPClient?>(nil)
     /// Hosts (`host:port`) that answered in this process, so later requests skip the probe.
     private static let reached = NIOLockedValueBox<Set<String>>([])
 
-    init(configuration: @escaping @Sendable () -> HTTPClient.Configuration) {
+    /// A client made when first needed with `configuration`, or `shared` when given.
+    init(shared: HTTPClient? = nil, connectTimeout: TimeAmount, configuration: @escaping @Sendable () -> HTTPClient.Configuration) {
+        self.shared = shared
+        self.connectTimeout = connectTimeout
         self.makeConfiguration = configuration
     }
 
-    /// The client and its configuration, made now if they do not exist yet.
-    private var made: (client: HTTPClient, configuration: HTTPClient.Configuration) {
-        box.withLockedValue { made in
+    /// The client, made now if it does not exist yet.
+    private var client: HTTPClient {
+        if let shared { return shared }
+        return box.withLockedValue { made in
             if let made { return made }
-            let configuration = makeConfiguration()
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            made = (client, configuration)
-            return (client, configuration)
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: makeConfiguration())
+            made = client
+            return client
         }
     }
 
     /// Sends `request`; throws ``ConnectionFailure`` as soon as its host refuses connections, cannot be
     /// resolved or cannot be routed to.
     func execute(_ request: HTTPClientRequest, deadline: NIODeadline) async throws -> HTTPClientResponse {
-        let (client, configuration) = made
+        let client = self.client
         guard let target = URL(string: request.url).flatMap(ProbeTarget.init), !Self.reached.withLockedValue({ $0.contains(target.key) }) else {
             return try await client.execute(request, deadline: deadline, logger: nil)
         }
-        let timeout = configuration.timeout.connect ?? .seconds(10)
+        let timeout = connectTimeout
         do {
             let response = try await withThrowingTaskGroup(of: HTTPClientResponse?.self) { group in
                 group.addTask { try await client.execute(request, deadline: deadline, logger: nil) }
@@ -265,13 +280,13 @@ final class LazyHTTPClient: Sendable {
         }
     }
 
-    /// Shuts the client down, if it was made.
+    /// Shuts the client down, if it was made here.
     func shutdown() async throws {
         let made = box.withLockedValue { made in
             defer { made = nil }
             return made
         }
-        try await made?.client.shutdown()
+        try await made?.shutdown()
     }
 }
 
