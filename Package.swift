@@ -83,6 +83,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The reference host service (Examples/HostService): a Hummingbird service that embeds MiniAppKit.
+        .executableTarget(
+            name: "miniapp-host",
+            dependencies: [
+                "MiniAppKit",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "Examples/HostService"
+        ),
         .target(
             name: "MiniAppTestSupport",
             dependencies: [
@@ -107,8 +116,9 @@ let package = Package(
         .testTarget(
             name: "miniappTests",
             dependencies: [
-                "miniapp", "MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport",
+                "miniapp", "miniapp-host", "MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
     ],

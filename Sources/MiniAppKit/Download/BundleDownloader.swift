@@ -19,6 +19,7 @@ final class BundleDownloader: Sendable {
     private let connections: LazyHTTPClient
     private let network: NetworkSettings
     private let maxBytes: Int64
+    private let pool: BlockingPool
     private let logger: Logger
 
     /// How many redirects one download follows.
@@ -26,7 +27,8 @@ final class BundleDownloader: Sendable {
 
     /// A downloader using `httpClient` when given (the host's, left open), else a client of its own.
     /// Redirects are followed here, up to ``maxRedirects``, whatever the client's own setting.
-    init(network: NetworkSettings, maxBytes: Int64, httpClient: HTTPClient?, logger: Logger) {
+    init(network: NetworkSettings, maxBytes: Int64, httpClient: HTTPClient?, pool: BlockingPool, logger: Logger) {
+        self.pool = pool
         self.network = network
         self.maxBytes = maxBytes
         self.logger = logger
@@ -200,12 +202,15 @@ final class BundleDownloader: Sendable {
         if let total, total > maxBytes { throw DownloadError.tooLarge(url: url.absoluteString, limitBytes: maxBytes) }
         let allocator = ByteBufferAllocator()
         while true {
-            // A fresh buffer each time: the sink's writer may still hold the last one.
-            var buffer = allocator.buffer(capacity: 1 << 20)
-            let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { raw in
-                max(read(source, raw.baseAddress, raw.count), 0)
+            // A fresh buffer each time: the sink's writer may still hold the last one. Read on the pool.
+            let buffer = try await pool.run {
+                var buffer = allocator.buffer(capacity: 1 << 20)
+                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { raw in
+                    max(read(source, raw.baseAddress, raw.count), 0)
+                }
+                return buffer
             }
-            if count == 0 { break }
+            if buffer.readableBytes == 0 { break }
             try await sink.append(buffer)
             if sink.received > maxBytes { throw DownloadError.tooLarge(url: url.absoluteString, limitBytes: maxBytes) }
             progress?(DownloadProgress(receivedBytes: sink.received, totalBytes: total))

@@ -44,7 +44,7 @@ public final class BundleInstaller: Sendable {
         self.pool = BlockingPool(threadPool)
         let namespace = configuration.cacheNamespace
         self.cache = BundleCache(root: configuration.cacheDirectory, namespace: namespace, lockTimeout: configuration.lockTimeout, threadPool: threadPool, logger: logger)
-        self.downloader = BundleDownloader(network: configuration.network, maxBytes: configuration.maxDownloadBytes, httpClient: httpClient, logger: logger)
+        self.downloader = BundleDownloader(network: configuration.network, maxBytes: configuration.maxDownloadBytes, httpClient: httpClient, pool: pool, logger: logger)
         self.verifier = SignatureVerifier(
             trusted: try TrustedKeys(configuration.trustedKeys),
             keyStore: KeyStore(directory: configuration.cacheDirectory + "/keys/" + namespace.key, lifetime: configuration.keyCacheLifetime),
@@ -137,6 +137,14 @@ public final class BundleInstaller: Sendable {
         let cache = self.cache
         let language = configuration.language
         return try await pool.run { try cache.manifest(of: record, language: language) }
+    }
+
+    /// The cached versions of `appId`, most recently installed first, from the cache alone: what a
+    /// host serves files from once ``load(appId:versionId:progress:)`` has succeeded.
+    public func cachedVersions(appId: String) async throws -> [InstallRecord] {
+        try Identifier.validate(appId, as: .app)
+        let cache = self.cache
+        return try await pool.run { cache.records(appId: appId) }
     }
 
     /// The permission store that gates launches: the one given at creation, else the cache

@@ -1,0 +1,32 @@
+import Foundation
+import Hummingbird
+import Logging
+import MiniAppKit
+
+// The reference host service. Settings come from the environment:
+//   HOST_PLATFORM    a platform API URL, or a registry folder such as Manifests/demo/registry
+//   HOST_PROJECT_ID  the host project id (a remote platform needs one)
+//   HOST_CACHE_DIR   where mini-apps and the permission store are kept
+//   HOST_PORT        the port to listen on, on 127.0.0.1 (0, the default, picks a free one)
+// Once listening it prints `listening on http://127.0.0.1:<port>/`.
+let environment = ProcessInfo.processInfo.environment
+guard let platformSetting = environment["HOST_PLATFORM"], let cacheDirectory = environment["HOST_CACHE_DIR"] else {
+    FileHandle.standardError.write(Data("set HOST_PLATFORM and HOST_CACHE_DIR\n".utf8))
+    exit(64)
+}
+let platform: PlatformLocation = platformSetting.hasPrefix("http://") || platformSetting.hasPrefix("https://")
+    ? .remote(URL(string: platformSetting)!) : .registry(path: platformSetting)
+let configuration = MiniAppConfiguration(platform: platform, projectId: environment["HOST_PROJECT_ID"], cacheDirectory: cacheDirectory)
+var logger = Logger(label: "host")
+logger.logLevel = .warning
+let service = try await HostService.make(configuration: configuration, logger: logger)
+let application = Application(
+    router: service.router(),
+    configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: Int(environment["HOST_PORT"] ?? "0") ?? 0)),
+    onServerRunning: { channel in
+        FileHandle.standardOutput.write(Data("listening on http://127.0.0.1:\(channel.localAddress?.port ?? 0)/\n".utf8))
+    },
+    logger: logger
+)
+try await application.runService()
+await service.shutdown()
