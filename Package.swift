@@ -92,6 +92,12 @@ let package = Package(
             ],
             path: "Examples/HostService"
         ),
+        // The library snippet of the README and the DocC catalog (Examples/QuickStart), run by the tests.
+        .executableTarget(
+            name: "miniapp-quickstart",
+            dependencies: ["MiniAppKit"],
+            path: "Examples/QuickStart"
+        ),
         .target(
             name: "MiniAppTestSupport",
             dependencies: [
@@ -116,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "miniappTests",
             dependencies: [
-                "miniapp", "miniapp-host", "MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport",
+                "miniapp", "miniapp-host", "miniapp-quickstart", "MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
