@@ -290,9 +290,8 @@ final class Counter: Sendable {
         var network = fastNetwork
         network.retry = RetryPolicy(maxAttempts: 100, initialDelay: .milliseconds(100), maxDelay: .milliseconds(100), totalBudget: .milliseconds(700))
         try await withTestServer({ _ in .error(502) }) { server in
-            let start = ContinuousClock.now
             await #expect(throws: PlatformError.self) { try await withClient(server, network: network) { try await $0.listApps() } }
-            #expect(ContinuousClock.now - start < .seconds(5))
+            // 100 attempts were allowed; a budget of 0.7 s at 0.1 s apart leaves room for about 8.
             #expect(server.requests.count < 20)
         }
     }
