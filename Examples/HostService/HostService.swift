@@ -38,6 +38,9 @@ struct HostService: Sendable {
         router.get("health") { _, _ in "ok" }
         router.get("apps") { _, _ in try await listApps() }
         router.post("apps/:id/load") { _, context in try await load(try context.parameters.require("id")) }
+        router.post("apps/:id/download") { request, context in
+            try await download(try context.parameters.require("id"), force: request.uri.queryParameters["force"] == "1")
+        }
         router.get("apps/:id/files/**") { request, context in
             try await serveFile(appId: try context.parameters.require("id"), path: context.parameters.getCatchAll().joined(separator: "/"), request: request, context: context)
         }
@@ -68,6 +71,16 @@ struct HostService: Sendable {
         } catch let error as PermissionStoreError {
             guard case .launchRefused(_, let missing) = error else { throw error }
             return try Self.json(["error": "launch refused", "missing": missing], status: .forbidden)
+        } catch let error as any CategorizedError {
+            return try Self.json(["error": error.description], status: error.category == .notFound ? .notFound : .badGateway)
+        }
+    }
+
+    /// Installs the latest version, again when `force`: what an operator's "update now" does.
+    func download(_ appId: String, force: Bool) async throws -> Response {
+        do {
+            let outcome = try await installer.download(appId: appId, force: force)
+            return try Self.json(["id": outcome.record.id, "versionId": outcome.record.versionId, "source": outcome.record.source.rawValue])
         } catch let error as any CategorizedError {
             return try Self.json(["error": error.description], status: error.category == .notFound ? .notFound : .badGateway)
         }

@@ -82,6 +82,8 @@ import Testing
             let closed = try await call(client, .GET, host.url + "apps/hello/files/index.html")
             #expect(closed.status == 403 && closed.body.contains("rakuten.miniapp.user.USER_NAME"))
             #expect(try await call(client, .POST, host.url + "apps/nope/load").status == 404)
+            let again = try await call(client, .POST, host.url + "apps/hello/download?force=1")
+            #expect(again.status == 200 && again.body.contains(#""source":"network""#), "\(again)")
         } catch {
             try await client.shutdown()
             throw error
