@@ -36,7 +36,10 @@ func noise(_ count: Int, seed: UInt64) -> String {
         let app = try ServedApp(files: BundleFactory.helloFiles.merging(["big.txt": noise(payload, seed: 7)]) { $1 })
         try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
             let before = CacheSnapshot(cache)
-            let result = try await runCached(server, cache: cache, ["download", "app-hello"])
+            // Patient timeouts: this is about the disk, and a loaded machine must not turn it into a 69.
+            let config = work + "/patient-config.json"
+            try #"{"timeouts": {"readSeconds": 60}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            let result = try await runCached(server, cache: cache, ["download", "app-hello"], environment: ["MINIAPP_CONFIG": config])
             expectFailure(result, status: 74, mentioning: "disk space")
             #expect(CacheSnapshot(cache) == before)
             #expect(CacheSnapshot(cache).leftovers.isEmpty)

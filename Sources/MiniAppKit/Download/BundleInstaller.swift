@@ -305,13 +305,10 @@ public final class BundleInstaller: Sendable {
         do {
             let lock = try await cache.lock(appId: appId, versionId: versionId)
             defer { withExtendedLifetime(lock) {} }
-            let (scratch, stage) = try await pool.run { () throws -> (String, String) in
-                let scratch = try cache.freshScratch(appId: appId, versionId: versionId)
-                let stage = scratch + "/stage"
-                guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) }
-                return (scratch, stage)
-            }
+            let scratch = try await pool.run { try cache.freshScratch(appId: appId, versionId: versionId) }
             do {
+                let stage = scratch + "/stage"
+                try await pool.run { guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) } }
                 let outcome = try await body(scratch, stage)
                 try? await pool.runToCompletion { cache.discard(scratch) }
                 background.run(name: "miniapp.trash") { cache.emptyTrash(orphans: true) }
