@@ -77,4 +77,18 @@ import Testing
         #expect(lines.contains("asked about rakuten.miniapp.device.LOCATION"))
         #expect(FileManager.default.fileExists(atPath: try #require(lines.last) + "/index.html"), "the permission flow loaded weather")
     }
+
+    /// A program that lists, installs and loads (the quick start imports MiniAppKit alone) links no
+    /// server and no argument parser; the CLI, which serves and parses, links both (so the check can fail).
+    @Test func aHostThatInstallsAndLoadsLinksNeitherHummingbirdNorArgumentParser() throws {
+        let directory = CommandRunner.executable.deletingLastPathComponent()
+        func links(_ program: String, _ module: String) throws -> Bool {
+            let binary = try Data(contentsOf: directory.appendingPathComponent(program))
+            // A Swift module's mangled name: its length, then the name.
+            return binary.range(of: Data("\(module.utf8.count)\(module)".utf8)) != nil
+        }
+        #expect(try !links("miniapp-quickstart", "Hummingbird"))
+        #expect(try !links("miniapp-quickstart", "ArgumentParser"))
+        #expect(try links("miniapp", "Hummingbird") && links("miniapp", "ArgumentParser"))
+    }
 }
