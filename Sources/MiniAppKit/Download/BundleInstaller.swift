@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOPosix
 import MiniAppCore
 
@@ -15,7 +16,10 @@ public final class BundleInstaller: Sendable {
     public let configuration: MiniAppConfiguration
     /// The cache view of the configured platform and project.
     public let cache: BundleCache
-    let platform: (any PlatformAPI)?
+    /// The platform it installs from; `nil` when offline.
+    public let platform: (any PlatformAPI)?
+    /// Whether the installer opened ``platform`` itself, and so closes it in ``shutdown()``.
+    let ownsPlatform: Bool
     let downloader: BundleDownloader
     let verifier: SignatureVerifier
     let pool: BlockingPool
@@ -33,12 +37,38 @@ public final class BundleInstaller: Sendable {
     ///   - permissionStore: the store whose decisions gate ``load(appId:versionId:progress:)``; by default
     ///     the one in the cache directory, opened once when first needed.
     ///   - logger: where the installer logs, with the caller's metadata; silent by default.
-    public init(
+    public convenience init(
         configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, httpClient: HTTPClient? = nil,
         threadPool: NIOThreadPool = .singleton, permissionStore: PermissionStore? = nil,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(ConfigurationError) {
+        try self.init(
+            configuration: configuration, platform: platform, ownsPlatform: false, httpClient: httpClient,
+            threadPool: threadPool, permissionStore: permissionStore, logger: logger
+        )
+    }
+
+    /// An installer that opens the configured platform itself (none when offline), using `httpClient`
+    /// for it too when given: then ``shutdown()`` is the one call that closes what the library made.
+    public convenience init(
+        configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil,
+        threadPool: NIOThreadPool = .singleton, permissionStore: PermissionStore? = nil,
+        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws {
+        let platform = configuration.offline || configuration.platform == nil
+            ? nil : try Platforms.open(configuration, httpClient: httpClient, threadPool: threadPool, logger: logger)
+        try self.init(
+            configuration: configuration, platform: platform, ownsPlatform: true, httpClient: httpClient,
+            threadPool: threadPool, permissionStore: permissionStore, logger: logger
+        )
+    }
+
+    private init(
+        configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, ownsPlatform: Bool, httpClient: HTTPClient?,
+        threadPool: NIOThreadPool, permissionStore: PermissionStore?, logger: Logger
+    ) throws(ConfigurationError) {
         self.configuration = configuration
+        self.ownsPlatform = ownsPlatform
         self.platform = configuration.offline ? nil : platform
         self.logger = logger
         self.pool = BlockingPool(threadPool)
@@ -53,10 +83,12 @@ public final class BundleInstaller: Sendable {
         self.permissions = PermissionAccess(store: permissionStore, cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout)
     }
 
-    /// Closes what the installer made itself (its download connections), and waits for the deletions
-    /// of replaced versions and downloaded zips, which run on threads of their own.
+    /// Closes what the installer made itself (its download connections, and the platform when it opened
+    /// it), and waits for the deletions of replaced versions and downloaded zips, which run on threads of
+    /// their own.
     public func shutdown() async {
         await downloader.shutdown()
+        if ownsPlatform { await platform?.close() }
         await background.wait()
     }
 
@@ -80,27 +112,32 @@ public final class BundleInstaller: Sendable {
     public func download(
         appIds: [String], maxConcurrent: Int, force: Bool = false
     ) async -> [(appId: String, result: Result<InstallOutcome, any Error>)] {
-        var results = [Result<InstallOutcome, any Error>?](repeating: nil, count: appIds.count)
-        await withTaskGroup(of: (Int, Result<InstallOutcome, any Error>).self) { group in
-            var next = 0
-            func start() {
-                let index = next
-                next += 1
+        // A fixed number of workers, each taking the next app until none is left: no task is added to
+        // the group while it is being drained.
+        let taken = NIOLockedValueBox(0)
+        let finished = await withTaskGroup(of: [(Int, Result<InstallOutcome, any Error>)].self) { group in
+            for _ in 0..<min(max(maxConcurrent, 1), appIds.count) {
                 group.addTask {
-                    do {
-                        return (index, .success(try await self.download(appId: appIds[index], force: force)))
-                    } catch {
-                        return (index, .failure(error))
+                    var done: [(Int, Result<InstallOutcome, any Error>)] = []
+                    while true {
+                        let index = taken.withLockedValue { next in
+                            defer { next += 1 }
+                            return next
+                        }
+                        guard index < appIds.count else { return done }
+                        do {
+                            done.append((index, .success(try await self.download(appId: appIds[index], force: force))))
+                        } catch {
+                            done.append((index, .failure(error)))
+                        }
                     }
                 }
             }
-            for _ in 0..<min(max(maxConcurrent, 1), appIds.count) { start() }
-            for await (index, result) in group {
-                results[index] = result
-                if next < appIds.count { start() }
-            }
+            var all: [(Int, Result<InstallOutcome, any Error>)] = []
+            for await done in group { all += done }
+            return all
         }
-        return zip(appIds, results).map { ($0, $1!) }
+        return finished.sorted { $0.0 < $1.0 }.map { (appIds[$0.0], $0.1) }
     }
 
     /// Applies the retention policy after a use of `outcome`'s version, when it is automatic.

@@ -1,4 +1,6 @@
+import AsyncHTTPClient
 import Logging
+import NIOPosix
 import MiniAppCore
 
 /// The platform API of platform-api.md, whatever serves it: a remote platform or a local registry.
@@ -24,14 +26,19 @@ public protocol PlatformAPI: Sendable {
 /// Opens the platform a configuration names.
 public enum Platforms {
     /// A ``PlatformClient`` for a URL, a ``RegistryPlatform`` for a registry directory.
-    public static func open(_ configuration: MiniAppConfiguration, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })) throws -> any PlatformAPI {
+    /// A host may give its own `httpClient` for a remote platform (see ``PlatformClient``) and the
+    /// `threadPool` that a registry directory is read on.
+    public static func open(
+        _ configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil, threadPool: NIOThreadPool = .singleton,
+        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws -> any PlatformAPI {
         switch configuration.platform {
         case nil:
             throw ConfigurationError.missingPlatform
         case .registry(let path)?:
-            return try RegistryPlatform(root: path, preview: configuration.preview)
+            return try RegistryPlatform(root: path, preview: configuration.preview, threadPool: threadPool)
         case .remote?:
-            return try PlatformClient(configuration: configuration, logger: logger)
+            return try PlatformClient(configuration: configuration, httpClient: httpClient, logger: logger)
         }
     }
 
