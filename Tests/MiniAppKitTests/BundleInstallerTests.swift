@@ -525,6 +525,20 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
         try await client.shutdown()
     }
 
+    @Test func anInstallerMadeFromTheConfigurationAloneOpensAndClosesItsPlatform() async throws {
+        let platform = try SignedPlatform()
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let installer = try BundleInstaller(configuration: makeConfiguration(server, cache: cache))
+            #expect(installer.platform is PlatformClient)
+            let outcome = try await installer.download(appId: "app-hello")
+            #expect(outcome.record.signature == .verified)
+            await installer.shutdown()
+        }
+        let offline = try BundleInstaller(configuration: MiniAppConfiguration(platform: nil, projectId: nil, cacheDirectory: cache))
+        #expect(offline.platform == nil)
+        await offline.shutdown()
+    }
+
     @Test func zipRedirectsAreFollowedByTheDownloaderItself() async throws {
         var platform = try SignedPlatform()
         let zipPath = platform.zipPath
