@@ -80,6 +80,7 @@ let package = Package(
                 "MiniAppKit",
                 "MiniAppRegistry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
