@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.parse
 
-def sample(base, seconds, stop_early=None):
+def sample(base, seconds):
     """Latencies of GET /health, one at a time on one kept-alive connection, every 2 ms."""
     url = urllib.parse.urlparse(base)
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
@@ -76,11 +76,14 @@ def main():
             assert response.status == 200, body
             connection.close()
         return work
-    threads, done = run_load([in_host(app) for app in apps], args.seconds)
-    latencies = sample(args.host, args.seconds)
-    for thread in threads:
-        thread.join()
-    results["installs_in_host"] = summary(latencies) | {"installs": done[0], "installs_per_s": round(done[0] / args.seconds, 2)}
+    def phase(workers):
+        threads, done = run_load(workers, args.seconds)
+        latencies = sample(args.host, args.seconds)
+        for thread in threads:
+            thread.join()
+        return summary(latencies) | {"installs": done[0], "installs_per_s": round(done[0] / args.seconds, 2)}
+
+    results["installs_in_host"] = phase([in_host(app) for app in apps])
 
     environment = dict(os.environ, MINIAPP_PLATFORM=args.platform, MINIAPP_PROJECT_ID=args.project, MINIAPP_CACHE_DIR=args.cli_cache)
     def process(app):
@@ -88,11 +91,7 @@ def main():
             subprocess.run([args.bin, "download", app, "--force", "--quiet"], env=environment, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return work
-    threads, done = run_load([process(app) for app in apps], args.seconds)
-    latencies = sample(args.host, args.seconds)
-    for thread in threads:
-        thread.join()
-    results["installs_as_processes"] = summary(latencies) | {"installs": done[0], "installs_per_s": round(done[0] / args.seconds, 2)}
+    results["installs_as_processes"] = phase([process(app) for app in apps])
     results["p99_ratio_in_host_to_processes"] = round(results["installs_in_host"]["p99_ms"] / results["installs_as_processes"]["p99_ms"], 2)
     text = json.dumps(results, indent=2)
     print(text)
