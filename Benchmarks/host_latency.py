@@ -76,6 +76,7 @@ def main():
             assert response.status == 200, body
             connection.close()
         return work
+
     def phase(workers):
         threads, done = run_load(workers, args.seconds)
         latencies = sample(args.host, args.seconds)
