@@ -28,9 +28,9 @@ public final class PermissionStore: Sendable {
         return try outcome.get()
     }
 
-    /// Opens the store on the calling thread, which may block up to `lockTimeout`: for programs that
-    /// own their threads (the CLI); a host service uses ``open(cacheDirectory:lockTimeout:)``.
-    package init(cacheDirectory: String, lockTimeout: Duration = .seconds(10)) throws(PermissionStoreError) {
+    /// Opens the store on the calling thread, which may block up to `lockTimeout`: only ever on the
+    /// thread ``open(cacheDirectory:lockTimeout:)`` starts for it.
+    private init(cacheDirectory: String, lockTimeout: Duration = .seconds(10)) throws(PermissionStoreError) {
         path = cacheDirectory + "/permissions.sqlite"
         do {
             try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)

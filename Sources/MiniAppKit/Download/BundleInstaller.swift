@@ -184,12 +184,6 @@ public final class BundleInstaller: Sendable {
         return try await pool.run { cache.records(appId: appId) }
     }
 
-    /// The permission store that gates launches: the one given at creation, else the cache
-    /// directory's, opened (and created) now if it is not open yet.
-    public func permissionStore() async throws -> PermissionStore {
-        try await permissions.store(creating: true)!
-    }
-
     /// The changes from the manifest in force for the newest cached version of `appId` to the latest
     /// version's metadata on the platform.
     public func manifestDiff(appId: String) async throws -> (cached: InstallRecord, latest: AppVersion, diff: ManifestDiff) {

@@ -17,11 +17,12 @@ final class PermissionAccess: Sendable {
         self.lockTimeout = lockTimeout
     }
 
-    /// The store; without `creating`, `nil` when there is no store file yet (nothing was ever decided).
-    func store(creating: Bool) async throws -> PermissionStore? {
+    /// The store, or `nil` when there is no store file yet (nothing was ever decided): a launch check
+    /// never creates one.
+    func store() async throws -> PermissionStore? {
         if let given { return given }
         if let store = opened.withLock({ $0 }) { return store }
-        guard creating || access(cacheDirectory + "/permissions.sqlite", F_OK) == 0 else { return nil }
+        guard access(cacheDirectory + "/permissions.sqlite", F_OK) == 0 else { return nil }
         let store = try await PermissionStore.open(cacheDirectory: cacheDirectory, lockTimeout: min(lockTimeout, .seconds(10)))
         return opened.withLock { current in
             if let current { return current }
@@ -32,7 +33,7 @@ final class PermissionAccess: Sendable {
 
     /// Whether every permission `manifest` requires is `ALLOWED` for `appId`; with no store yet, nothing is.
     func launchDecision(appId: String, manifest: BundleManifest) async throws -> LaunchDecision {
-        guard let store = try await store(creating: false) else {
+        guard let store = try await store() else {
             return PermissionStore.launchDecisionWithoutStore(manifest: manifest)
         }
         return try await store.launchDecision(appId: appId, manifest: manifest)

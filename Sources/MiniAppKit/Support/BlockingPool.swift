@@ -1,4 +1,3 @@
-import NIOCore
 import NIOPosix
 
 /// Where the library's blocking work runs (extraction, hashing, deletion, syncs, walks of the cache):
@@ -21,6 +20,11 @@ package struct BlockingPool: Sendable {
     /// Runs `body` on the pool and waits for it even when the calling task is cancelled: for the
     /// clean-up that puts the cache back as it was, which must happen whatever stopped the work.
     package func runToCompletion<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await threadPool.runIfActive(eventLoop: NIOSingletons.posixEventLoopGroup.any(), body).get()
+        try await withCheckedThrowingContinuation { continuation in
+            threadPool.submit { state in
+                guard case .active = state else { return continuation.resume(throwing: CancellationError()) }
+                continuation.resume(with: Result(catching: body))
+            }
+        }
     }
 }
