@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import MiniAppCore
+import Synchronization
 
 /// The per-app custom-permission decisions, in SQLite (`permissions.sqlite` in the cache directory).
 ///
@@ -11,7 +12,13 @@ import MiniAppCore
 public final class PermissionStore: Sendable {
     /// The database file.
     public let path: String
+    /// The connections that read; read-only when the store was current at open.
     private let database: DatabasePool
+    /// The connections that write: opened at the first write when ``database`` is read-only, because
+    /// opening for writing may have to write (GRDB makes sure the WAL file is not empty), and so wait
+    /// for another process's write transaction.
+    private let writable: Mutex<DatabasePool?>
+    private let busySeconds: Double
 
     /// Opens the store in `cacheDirectory`, creating and migrating it when needed, on a thread of its
     /// own: the open may wait up to `lockTimeout` for other processes. Open it once and keep it: every
@@ -37,16 +44,40 @@ public final class PermissionStore: Sendable {
         } catch {
             throw .unavailable(path: path, reason: "its folder cannot be created")
         }
-        let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // The store and its WAL files are only ever the cache's own files: a link planted in their place
+        // is refused, never written through.
+        for suffix in ["", "-wal", "-shm"] {
+            var info = stat()
+            if lstat(path + suffix, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+                throw .unavailable(path: path + suffix, reason: (info.st_mode & S_IFMT) == S_IFLNK ? "it is a symbolic link, which the store never follows; remove it" : "it is not a regular file; remove it")
+            }
+        }
+        let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .unavailable(path: path, reason: String(cString: strerror(errno))) }
+        var info = stat()
+        let existed = fstat(descriptor, &info) == 0 && info.st_size > 0
         close(descriptor)
         let seconds = Double(lockTimeout.components.seconds) + Double(lockTimeout.components.attoseconds) / 1e18
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(seconds)
-        configuration.label = "miniapp.permissions"
-        // Switching a new file to WAL and creating its tables race between processes opening it for the
-        // first time at once; an exclusive flock on the cache folder (no extra file) serialises that
-        // step, waited for at most `lockTimeout`.
+        busySeconds = seconds
+        let configuration = Self.configuration(busySeconds: seconds, readOnly: false)
+        // A store whose schema is current is opened for reading only: no lock of any kind and no write,
+        // so that opening never waits for another process's write (WAL lets readers go on beside a
+        // writer). Writing connections open at the first write.
+        if existed {
+            do {
+                let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: true))
+                if try pool.read({ try Self.migrator.hasCompletedMigrations($0) }) {
+                    database = pool
+                    writable = Mutex(nil)
+                    return
+                }
+            } catch {
+                throw Self.storeError(error, path: path)
+            }
+        }
+        // Switching a new file to WAL and creating or migrating its tables race between processes doing
+        // it at once; an exclusive flock on the cache folder (no extra file) serialises that step,
+        // waited for at most `lockTimeout`.
         let folder = Glibc.open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { if folder >= 0 { close(folder) } }
         if folder >= 0 {
@@ -58,12 +89,46 @@ public final class PermissionStore: Sendable {
             }
         }
         do {
-            database = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(database)
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+            database = pool
+            writable = Mutex(pool)
         } catch {
             throw Self.storeError(error, path: path)
         }
         for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
+    }
+
+    private static func configuration(busySeconds: Double, readOnly: Bool) -> Configuration {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busySeconds)
+        configuration.label = "miniapp.permissions"
+        configuration.readonly = readOnly
+        return configuration
+    }
+
+    /// The writing connections, opened on a thread of their own the first time.
+    private func writer() async throws(PermissionStoreError) -> DatabasePool {
+        if let pool = writable.withLock({ $0 }) { return pool }
+        let (path, seconds) = (self.path, busySeconds)
+        let outcome: Result<DatabasePool, PermissionStoreError> = await withCheckedContinuation { continuation in
+            let started = WorkerThreads.detach(name: "miniapp.store-open") {
+                continuation.resume(returning: Result { () throws(PermissionStoreError) in
+                    do {
+                        return try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: false))
+                    } catch {
+                        throw Self.storeError(error, path: path)
+                    }
+                })
+            }
+            if !started { continuation.resume(returning: .failure(.unavailable(path: path, reason: "no thread could be started to open it"))) }
+        }
+        let opened = try outcome.get()
+        return writable.withLock { pool in
+            if let pool { return pool }
+            pool = opened
+            return opened
+        }
     }
 
     private static var migrator: DatabaseMigrator {
@@ -113,7 +178,7 @@ public final class PermissionStore: Sendable {
 
     private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PermissionStoreError) -> T {
         do {
-            return try await database.write(body)
+            return try await writer().write(body)
         } catch {
             throw Self.storeError(error, path: path)
         }

@@ -137,7 +137,8 @@ public struct RegistryPublisher: Sendable {
             }
         } else {
             do {
-                try FileManager.default.copyItem(atPath: source, toPath: zip)
+                // A link the user named is followed: the copy holds the zip's bytes, not the link.
+                try FileManager.default.copyItem(atPath: URL(fileURLWithPath: source).resolvingSymlinksInPath().path, toPath: zip)
             } catch {
                 throw BundleFileError.unreadable(path: source, reason: "it cannot be read")
             }

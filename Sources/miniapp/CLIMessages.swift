@@ -45,6 +45,8 @@ enum CLIMessages {
             return "cached version \(versionId) of app \(appId) is damaged (\(shown)) and cannot be repaired offline: run without --offline to reinstall it"
         case .io(let path, let reason, let diskFull):
             return writeFailure(path, reason, diskFull)
+        case .notAFolder:
+            return error.description
         }
     }
 

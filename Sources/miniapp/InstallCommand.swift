@@ -7,8 +7,8 @@ struct InstallCommand: AsyncParsableCommand {
         commandName: "install",
         abstract: "Install a local bundle zip into the cache, with the same checks as a download.",
         discussion: """
-            The signature is checked with --public-key, or the platform's key --key-id, or a configured
-            trusted key.
+            The signature is checked with --public-key, or the platform's key --key-id (fetched, or offline
+            the copy an earlier download kept), or a configured trusted key.
             Examples:
               miniapp install app.zip --app-id 1a2b3c --version-id 4d5e6f --signature MEUC... --public-key pub.pem
             """
@@ -55,8 +55,8 @@ struct InstallCommand: AsyncParsableCommand {
         }
         if signature != nil, key == nil {
             let trusted = try TrustedKeys(configuration.trustedKeys)
-            let canFetch = keyId != nil && configuration.platform != nil && !configuration.offline
-            guard canFetch || !trusted.keys.isEmpty else {
+            // A --key-id key comes from the platform, or offline from the keys an earlier install kept.
+            guard keyId != nil || !trusted.keys.isEmpty else {
                 throw ValidationError("--signature needs a key: pass --public-key <pem>, or --key-id <id> with a platform, or configure trustedKeys")
             }
         }
@@ -65,7 +65,10 @@ struct InstallCommand: AsyncParsableCommand {
         var local = configuration
         if key != nil || keyId == nil || signature == nil { local.offline = true }
         let outcome = try await options.withInstaller(local, needsPlatform: false) { installer in
-            try await installer.install(
+            if signature != nil, key == nil, let keyId, !installer.canCheckSignature(keyId: keyId) {
+                throw ValidationError("--key-id \(keyId) needs a platform to fetch it from (none is configured, or --offline): pass --public-key <pem>, or install online once")
+            }
+            return try await installer.install(
                 bundleAt: bundle, appId: appId, versionId: versionId, versionTag: versionTag,
                 signature: signature, publicKey: key, keyId: keyId
             )

@@ -13,8 +13,8 @@ struct Miniapp: AsyncParsableCommand {
               miniapp list --platform https://platform.example/ --project-id my-project
               miniapp info 1a2b3c --json
               miniapp manifest 1a2b3c --lang ja
+            'miniapp --version' prints the tool's version.
             """,
-        version: PackageInfo.version,
         subcommands: [
             ListCommand.self, InfoCommand.self, ManifestCommand.self, DownloadCommand.self, InstallCommand.self,
             LoadCommand.self, CacheCommand.self, PermissionsCommand.self, KeygenCommand.self, SignCommand.self, PublishCommand.self, ServeCommand.self,
@@ -31,6 +31,13 @@ struct Miniapp: AsyncParsableCommand {
         // The library's blocking work runs on NIO's thread pool: its threads start while the command
         // parses (started after parsing, the warm path waited about 0.7 ms more for them).
         WorkerThreads.detach(name: "miniapp.pool") { _ = NIOThreadPool.singleton }
+        // The tool's own --version is only `miniapp --version`. ArgumentParser's `version:` would add the
+        // flag to every command, where `download --version` is the version id (the help listed both),
+        // and a root flag would swallow a `download --version` given without its value.
+        if CommandLine.arguments.dropFirst() == ["--version"] {
+            Console.output(PackageInfo.version)
+            Foundation.exit(0)
+        }
         let command: any ParsableCommand
         do {
             command = try parseAsRoot()

@@ -67,7 +67,7 @@ struct PermissionsShowCommand: AsyncParsableCommand {
         try Identifier.validate(appId, as: .app)
         let configuration = try options.configuration()
         let manifest = try await options.declaredManifest(appId: appId, configuration)
-        let store = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory)
+        let store = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout)
         try options.renderPermissions(try await store.permissions(appId: appId, manifest: manifest))
     }
 }
@@ -100,7 +100,7 @@ extension PermissionDecisionCommand {
         let configuration = try options.configuration()
         // The manifest first: a command that fails must not have changed the store.
         let manifest = try await options.declaredManifest(appId: appId, configuration)
-        let store = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory)
+        let store = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout)
         try await store.set(appId: appId, Dictionary(names.map { ($0, Self.status) }, uniquingKeysWith: { first, _ in first }))
         try options.renderPermissions(try await store.permissions(appId: appId, manifest: manifest))
     }
@@ -135,7 +135,7 @@ struct PermissionsResetCommand: AsyncParsableCommand {
     func run() async throws {
         try Identifier.validate(appId, as: .app)
         let configuration = try options.configuration()
-        try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory).reset(appId: appId)
+        try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout).reset(appId: appId)
         if !options.quiet && !options.json { Console.standardError("forgot the stored permissions of \(appId)") }
         if options.json { try Console.json([String: String]()) }
     }
@@ -153,7 +153,7 @@ struct PermissionsListCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.configuration()
-        let stored = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory).appsWithDecisions()
+        let stored = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout).appsWithDecisions()
         var ids = Set(stored.keys)
         for cache in options.caches(configuration) { ids.formUnion(cache.records().map(\.id)) }
         let entries = ids.sorted().map { Entry(id: $0, permissions: stored[$0] ?? []) }
@@ -183,7 +183,7 @@ struct PermissionsExportCommand: AsyncParsableCommand {
         try Identifier.validate(appId, as: .app)
         let configuration = try options.configuration()
         let manifest = try await options.declaredManifest(appId: appId, configuration)
-        let states = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory).permissions(appId: appId, manifest: manifest)
+        let states = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout).permissions(appId: appId, manifest: manifest)
         var data = try format.export(appId: appId, states)
         data.append(UInt8(ascii: "\n"))
         Console.output(data)
@@ -218,7 +218,7 @@ struct PermissionsImportCommand: AsyncParsableCommand {
             throw ValidationError("the document is for app \(named), not \(appId)")
         }
         let manifest = try await options.declaredManifest(appId: appId, configuration)
-        let store = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory)
+        let store = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout)
         try await store.set(appId: appId, parsed.statuses)
         try options.renderPermissions(try await store.permissions(appId: appId, manifest: manifest))
     }
@@ -235,7 +235,7 @@ struct PermissionsHistoryCommand: AsyncParsableCommand {
     func run() async throws {
         try Identifier.validate(appId, as: .app)
         let configuration = try options.configuration()
-        let changes = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory).history(appId: appId)
+        let changes = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout).history(appId: appId)
         if options.json {
             try Console.json(changes)
             return

@@ -190,7 +190,7 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
         }
     }
 
-    @Test func keysAreCachedAndDroppedWhenAVerificationFails() async throws {
+    @Test func keysAreCachedAndKeptWhenAVerificationFails() async throws {
         let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles), ("ver-2", "2.0.0", BundleFactory.helloFiles)])
         try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
             let configuration = makeConfiguration(server, cache: cache)
@@ -198,7 +198,8 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
             _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-2") }
             #expect(server.requests.filter { $0.path == "/keys/key-1" }.count == 1, "the second install reuses the cached key")
         }
-        // The platform rotated key-1: the stored key no longer verifies, so it is dropped and fetched again.
+        // The platform rotated key-1: the stored key no longer verifies, so the key is fetched again; the
+        // stored one stays until an install with the fresh one commits.
         let rotated = try SignedPlatform(versions: [("ver-3", "3.0.0", BundleFactory.helloFiles)])
         let store = KeyStore(directory: cache + "/keys/test", lifetime: .seconds(3600))
         let stale = try SigningKey.generate().publicKey
@@ -212,7 +213,7 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
             }
             #expect(outcome.status == .verified)
             #expect(server.requests.map(\.path) == ["/keys/key-1"])
-            #expect(store.record(id: "key-1") == nil, "the stale key was dropped")
+            #expect(store.record(id: "key-1")?.ecKey == stale.ecKey, "a failed check leaves the stored key")
             #expect(outcome.fetchedKey?.ecKey == rotated.key.publicKey.ecKey, "the fresh key is handed back, to keep once the install commits")
         }
     }

@@ -66,7 +66,7 @@ import Testing
     @Test func aConfigFileThatCannotBeReadIsRefused() throws {
         let folder = home.path + "/folder.json"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        #expect(throws: ConfigurationError.unreadableFile(path: folder, reason: "it cannot be read")) {
+        #expect(throws: ConfigurationError.unreadableFile(path: folder, reason: "it is not a regular file")) {
             try loader(["MINIAPP_CONFIG": folder]).load()
         }
     }

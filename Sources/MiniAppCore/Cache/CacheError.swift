@@ -10,13 +10,16 @@ public enum CacheError: CategorizedError, Equatable {
     case damaged(appId: String, versionId: String, problems: [String])
     /// Reading or writing the cache failed.
     case io(path: String, reason: String, diskFull: Bool)
+    /// One of the cache's own folders is a symbolic link (`isLink`) or a file: the cache does not
+    /// follow links it did not make.
+    case notAFolder(path: String, isLink: Bool)
 
     public var category: ErrorCategory {
         switch self {
         case .notCached: return .notFound
         case .busy: return .busy
         case .damaged: return .badData
-        case .io: return .localIO
+        case .io, .notAFolder: return .localIO
         }
     }
 
@@ -30,6 +33,8 @@ public enum CacheError: CategorizedError, Equatable {
         case .damaged(let appId, let versionId, let problems):
             let shown = problems.prefix(3).joined(separator: ", ") + (problems.count > 3 ? ", ..." : "")
             return "cached version \(versionId) of app \(appId) is damaged (\(shown)) and cannot be repaired offline: turn offline off to reinstall it"
+        case .notAFolder(let path, let isLink):
+            return "cache folder \(path) is \(isLink ? "a symbolic link" : "not a folder"), which the cache never follows: remove it (the cache makes a real folder again) and retry"
         case .io(let path, let reason, let diskFull):
             return "cannot write \(path): \(reason)\(diskFull ? "; free some disk space and retry" : "; check the cache directory and its permissions")"
         }

@@ -2,11 +2,16 @@ import Foundation
 
 /// Hashing whole files.
 package enum FileHashing {
-    /// The SHA-256 of the file at `path`, read through `buffer`, or `nil` when it cannot be read.
+    /// The SHA-256 of the file at `path`, read through `buffer`, or `nil` when it cannot be read. A
+    /// symbolic link at `path` is not followed: this reads files of the cache.
     package static func sha256(ofFileAt path: String, buffer: UnsafeMutableRawBufferPointer) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
+        return sha256(of: descriptor, buffer: buffer)
+    }
+
+    private static func sha256(of descriptor: Int32, buffer: UnsafeMutableRawBufferPointer) -> [UInt8]? {
         let digest = SHA256Digest()
         while true {
             let count = read(descriptor, buffer.baseAddress, buffer.count)
@@ -20,15 +25,21 @@ package enum FileHashing {
         return digest.finalize()
     }
 
-    /// The SHA-256 of a local bundle, read once.
+    /// The SHA-256 and size of a local bundle, read once. `path` is one a user named, so a symbolic link
+    /// there is followed; anything but a regular file at its end is refused without waiting on it.
     package static func bundle(at path: String) throws -> (digest: [UInt8], size: Int64) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else {
+            throw BundleFileError.unreadable(path: path, reason: errno == ENOENT ? "it does not exist" : String(cString: strerror(errno)))
+        }
+        defer { close(descriptor) }
         var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw BundleFileError.unreadable(path: path, reason: errno == ENOENT ? "it does not exist" : "it is not a readable file")
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw BundleFileError.unreadable(path: path, reason: "it is not a regular file")
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
-        guard let digest = FileHashing.sha256(ofFileAt: path, buffer: buffer) else {
+        guard let digest = sha256(of: descriptor, buffer: buffer) else {
             throw BundleFileError.unreadable(path: path, reason: String(cString: strerror(errno)))
         }
         return (digest, Int64(info.st_size))

@@ -13,9 +13,11 @@ package enum FileReading {
         case unreadable(Int32)
     }
 
-    /// The whole file at `path`, following symbolic links.
-    package static func read(_ path: String) -> Outcome {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    /// The whole file at `path`, following symbolic links. Anything but a regular file is unreadable
+    /// (`EISDIR`), and opening never waits: a named pipe is refused, not read.
+    /// With `followingLinks` false, a symbolic link at `path` is unreadable (`ELOOP`).
+    package static func read(_ path: String, followingLinks: Bool = true) -> Outcome {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW))
         guard descriptor >= 0 else { return errno == ENOENT || errno == ENOTDIR ? .missing : .unreadable(errno) }
         defer { close(descriptor) }
         var info = stat()
@@ -41,8 +43,8 @@ package enum FileReading {
     }
 
     /// The whole file at `path`, or `nil` when it is missing or cannot be read.
-    package static func contents(_ path: String) -> [UInt8]? {
-        if case .contents(let bytes) = read(path) { return bytes }
+    package static func contents(_ path: String, followingLinks: Bool = true) -> [UInt8]? {
+        if case .contents(let bytes) = read(path, followingLinks: followingLinks) { return bytes }
         return nil
     }
 

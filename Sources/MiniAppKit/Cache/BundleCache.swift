@@ -77,7 +77,35 @@ public struct BundleCache: Sendable {
                 throw .system(directory)
             }
         }
+        do {
+            try checkLayout()
+        } catch {
+            removeIfEmpty(created)
+            throw error
+        }
         return created
+    }
+
+    /// Refuses a cache whose own folders (`tmp/`, `trash/`, `locks/`, `keys/`, `bundles/` and this
+    /// namespace's folder) exist as anything but real folders: a symbolic link planted there would send
+    /// deletions and writes outside the cache. The cache never follows a link it did not make.
+    public func checkLayout() throws(CacheError) {
+        for directory in [temporaryRoot, trashDirectory, locksDirectory, root + "/keys", root + "/bundles", namespaceDirectory] {
+            try Self.requireRealDirectory(directory)
+        }
+    }
+
+    /// Throws when `path` exists and is not a real folder (a link to one, a file, ...).
+    static func requireRealDirectory(_ path: String) throws(CacheError) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { throw .notAFolder(path: path, isLink: (info.st_mode & S_IFMT) == S_IFLNK) }
+    }
+
+    /// Whether `path` is a real folder: not missing, not a link, not anything else.
+    static func isRealDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// Removes the folders in `directories` that are empty, deepest first: what a failed install made.
@@ -88,8 +116,11 @@ public struct BundleCache: Sendable {
     /// The record of one cached version, or `nil` when it is not cached.
     public func record(appId: String, versionId: String) -> InstallRecord? {
         guard Identifier.isValid(appId), Identifier.isValid(versionId) else { return nil }
+        // A version is only found through real folders: a planted link does not make one.
+        let app = namespaceDirectory + "/" + appId
+        guard Self.isRealDirectory(root + "/bundles"), Self.isRealDirectory(namespaceDirectory), Self.isRealDirectory(app), Self.isRealDirectory(app + "/" + versionId) else { return nil }
         let path = versionDirectory(appId: appId, versionId: versionId) + "/record.json"
-        guard let bytes = FileReading.contents(path), var record = InstallRecord(json: bytes),
+        guard let bytes = FileReading.contents(path, followingLinks: false), var record = InstallRecord(json: bytes),
               record.id == appId, record.versionId == versionId else { return nil }
         record.path = versionDirectory(appId: appId, versionId: versionId) + "/bundle"
         record.source = .cache
@@ -103,6 +134,7 @@ public struct BundleCache: Sendable {
 
     /// Every cached version of `appId` (or of every app), most recently installed first.
     public func records(appId: String? = nil) -> [InstallRecord] {
+        guard Self.isRealDirectory(root + "/bundles") else { return [] }
         let apps = appId.map { [$0] } ?? FileReading.children(of: namespaceDirectory).filter { Identifier.isValid($0) }
         var records: [InstallRecord] = []
         for app in apps where Identifier.isValid(app) {
@@ -156,7 +188,7 @@ public struct BundleCache: Sendable {
     /// whose size or change time moved; the thorough one hashes every file.
     public func check(_ record: InstallRecord, thorough: Bool = false) -> IntegrityReport {
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
-        guard let bytes = FileReading.contents(directory + "/files.list"), let list = FileListIndex(bytes) else {
+        guard let bytes = FileReading.contents(directory + "/files.list", followingLinks: false), let list = FileListIndex(bytes) else {
             return IntegrityReport(problems: ["the install-time file list is missing or unreadable"])
         }
         let inspector = BundleInspector(root: directory + "/bundle")
@@ -173,6 +205,7 @@ public struct BundleCache: Sendable {
 
     /// Takes the version's lock, waiting up to ``lockTimeout`` for another process.
     func lock(appId: String, versionId: String) async throws -> FileLock {
+        try Self.requireRealDirectory(locksDirectory)
         let seconds = Int(lockTimeout.components.seconds)
         return try await FileLock.acquire(lockPath(appId: appId, versionId: versionId), timeout: lockTimeout) {
             CacheError.busy(appId: appId, versionId: versionId, waitedSeconds: seconds)
@@ -182,8 +215,10 @@ public struct BundleCache: Sendable {
     /// Makes a fresh, empty scratch folder for an install of this version (the caller holds the lock),
     /// first discarding whatever a killed earlier attempt left there.
     func freshScratch(appId: String, versionId: String) throws(CacheError) -> String {
+        try Self.requireRealDirectory(temporaryRoot)
         let scratch = scratchDirectory(appId: appId, versionId: versionId)
-        if FileManager.default.fileExists(atPath: scratch) { discard(scratch) }
+        var info = stat()
+        if lstat(scratch, &info) == 0 { discard(scratch) }
         if mkdir(scratch, 0o755) != 0 {
             // Another process's failed install may have just removed the empty tmp folder it had made.
             guard errno == ENOENT, mkdir(temporaryRoot, 0o755) == 0 || errno == EEXIST, mkdir(scratch, 0o755) == 0 else {
@@ -205,7 +240,8 @@ public struct BundleCache: Sendable {
         // Aside means into this install's scratch folder (beside the stage), which the version lock
         // protects from other processes' sweeps and which is discarded with the scratch folder.
         var displaced: String?
-        if FileManager.default.fileExists(atPath: directory) {
+        var info = stat()
+        if lstat(directory, &info) == 0 {
             let aside = (stage as NSString).deletingLastPathComponent + "/displaced"
             guard rename(directory, aside) == 0 else { throw .system(directory) }
             displaced = aside
@@ -240,6 +276,13 @@ public struct BundleCache: Sendable {
             } else if errno != EEXIST {
                 removeIfEmpty(created)
                 throw .system(directory)
+            } else {
+                do {
+                    try Self.requireRealDirectory(directory)
+                } catch {
+                    removeIfEmpty(created)
+                    throw error
+                }
             }
         }
         let description = namespaceDirectory + "/platform.json"
@@ -261,8 +304,8 @@ public struct BundleCache: Sendable {
             timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1e9)),
             timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1e9)),
         ]
-        if utimensat(AT_FDCWD, path, &times, 0) != 0 {
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        if utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW) != 0 {
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
             if descriptor >= 0 {
                 futimens(descriptor, &times)
                 close(descriptor)
@@ -275,6 +318,7 @@ public struct BundleCache: Sendable {
     public func remove(appId: String, versionId: String? = nil) async throws -> [InstallRecord] {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
+        try checkLayout()
         let targets = try await pool.run { records(appId: appId).filter { versionId == nil || $0.versionId == versionId } }
         guard !targets.isEmpty else { throw CacheError.notCached(appId: appId, versionId: versionId) }
         var removed: [InstallRecord] = []
@@ -300,6 +344,7 @@ public struct BundleCache: Sendable {
         func isProtected(_ record: InstallRecord) -> Bool {
             record.id == protected?.id && record.versionId == protected?.versionId
         }
+        try checkLayout()
         let all = try await pool.run { records() }
         var doomed: [InstallRecord] = []
         if let keep {
@@ -337,11 +382,11 @@ public struct BundleCache: Sendable {
     // MARK: Housekeeping
 
     /// Moves `path` into the trash with one rename, so that it stops existing at once; the trash is
-    /// emptied later. Falls back to deleting in place when the rename fails.
+    /// emptied later. Falls back to deleting in place when the rename fails, or when the trash is not a
+    /// real folder (a link planted there is never moved into, nor emptied).
     func discard(_ path: String) {
         let target = trashDirectory + "/" + UUID().uuidString
-        try? FileManager.default.createDirectory(atPath: trashDirectory, withIntermediateDirectories: true)
-        if rename(path, target) != 0 {
+        if mkdir(trashDirectory, 0o755) != 0 && errno != EEXIST || !Self.isRealDirectory(trashDirectory) || rename(path, target) != 0 {
             try? FileManager.default.removeItem(atPath: path)
         }
     }
@@ -350,7 +395,7 @@ public struct BundleCache: Sendable {
     /// A process that ends first leaves it for the next install's sweep.
     func discard(_ path: String, on background: BackgroundWork) {
         let claimed = trashDirectory + "/" + UUID().uuidString + ".deleting"
-        guard rename(path, claimed) == 0 else {
+        guard Self.isRealDirectory(trashDirectory), rename(path, claimed) == 0 else {
             unlink(path)
             return
         }
@@ -361,6 +406,7 @@ public struct BundleCache: Sendable {
     /// delete the same tree. With `orphans`, also entries claimed by deleters that may have died
     /// (a live one and this one then both delete, which is safe).
     public func emptyTrash(orphans: Bool = false) {
+        guard Self.isRealDirectory(trashDirectory) else { return }
         if orphans {
             for entry in FileReading.children(of: trashDirectory) where entry.hasSuffix(".deleting") {
                 try? FileManager.default.removeItem(atPath: trashDirectory + "/" + entry)
@@ -376,19 +422,22 @@ public struct BundleCache: Sendable {
     /// Moves into the trash what killed processes left: scratch folders whose version lock is free,
     /// and version folders without a record. Renames only: ``emptyTrash(orphans:)`` deletes.
     public func sweep() {
-        for entry in FileReading.children(of: temporaryRoot) {
+        for entry in Self.isRealDirectory(temporaryRoot) ? FileReading.children(of: temporaryRoot) : [] {
             let parts = entry.split(separator: "@").map(String.init)
             guard parts.count == 3, parts[0] == namespace.key,
                   let lock = FileLock.tryAcquire(lockPath(appId: parts[1], versionId: parts[2])) else { continue }
             discard(temporaryRoot + "/" + entry)
             withExtendedLifetime(lock) {}
         }
-        for app in FileReading.children(of: namespaceDirectory) where Identifier.isValid(app) {
+        guard Self.isRealDirectory(root + "/bundles"), Self.isRealDirectory(namespaceDirectory) else { return }
+        for app in FileReading.children(of: namespaceDirectory) where Identifier.isValid(app) && Self.isRealDirectory(namespaceDirectory + "/" + app) {
             for version in FileReading.children(of: namespaceDirectory + "/" + app) where Identifier.isValid(version) {
                 let directory = versionDirectory(appId: app, versionId: version)
-                guard !FileManager.default.fileExists(atPath: directory + "/record.json"),
+                // A version folder that is not a real folder (a planted link) is moved aside too: the
+                // rename moves the link, never what it points to.
+                guard !Self.isRealDirectory(directory) || !FileManager.default.fileExists(atPath: directory + "/record.json"),
                       let lock = FileLock.tryAcquire(lockPath(appId: app, versionId: version)) else { continue }
-                if !FileManager.default.fileExists(atPath: directory + "/record.json") { discard(directory) }
+                if !Self.isRealDirectory(directory) || !FileManager.default.fileExists(atPath: directory + "/record.json") { discard(directory) }
                 withExtendedLifetime(lock) {}
             }
         }

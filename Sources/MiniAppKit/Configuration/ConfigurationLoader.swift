@@ -80,7 +80,7 @@ public struct ConfigurationLoader: Sendable {
             configuration.projectId = project.value
         }
         // An empty MINIAPP_SUBSCRIPTION_KEY is a deliberate "no key" (no apiKey header), not an unset variable.
-        if let key = try lookup.string("subscriptionKey", flag: "--subscription-key", variable: "MINIAPP_SUBSCRIPTION_KEY", override: overrides.subscriptionKey, emptyIsSet: true) {
+        if let key = try lookup.string("subscriptionKey", flag: "--subscription-key", variable: "MINIAPP_SUBSCRIPTION_KEY", override: overrides.subscriptionKey, emptyIsSet: true, secret: true) {
             guard key.value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
                 throw .invalidValue(setting: "subscription key", source: key.source, value: "(hidden)",
                                     expected: "use printable ASCII without spaces")
@@ -165,6 +165,7 @@ public struct ConfigurationLoader: Sendable {
         case .contents(let bytes): data = Data(bytes)
         case .missing where !required: return [:]
         case .missing: throw .unreadableFile(path: path, reason: "it does not exist")
+        case .unreadable(EISDIR): throw .unreadableFile(path: path, reason: "it is not a regular file")
         case .unreadable: throw .unreadableFile(path: path, reason: "it cannot be read")
         }
         guard case .object(let dictionary)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
@@ -184,14 +185,15 @@ private struct SettingLookup {
     private static let fileSource = "the config file"
 
     /// `emptyIsSet` makes an empty environment variable a value; otherwise it counts as unset.
-    func string(_ key: String, flag: String, variable: String, override: String?, emptyIsSet: Bool = false) throws(ConfigurationError) -> Found<String>? {
+    /// `secret` keeps a value of the wrong type out of the error too.
+    func string(_ key: String, flag: String, variable: String, override: String?, emptyIsSet: Bool = false, secret: Bool = false) throws(ConfigurationError) -> Found<String>? {
         if let override { return (override, flag) }
         if let value = environment[variable], emptyIsSet || !value.isEmpty { return (value, variable) }
         switch file[key] {
         case nil, .null?: return nil
         case .string(let value)?: return (value, Self.fileSource)
         case let other?:
-            throw .invalidValue(setting: key, source: Self.fileSource, value: other.compactText, expected: "use a string")
+            throw .invalidValue(setting: key, source: Self.fileSource, value: secret ? "(hidden)" : other.compactText, expected: "use a string")
         }
     }
 

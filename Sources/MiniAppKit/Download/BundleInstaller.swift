@@ -305,6 +305,12 @@ public final class BundleInstaller: Sendable {
         }
     }
 
+    /// Whether ``install(bundleAt:appId:versionId:versionTag:signature:publicKey:keyId:)`` can check a
+    /// signature by the platform key `keyId`: online, or offline when an earlier install kept that key.
+    package func canCheckSignature(keyId: String) -> Bool {
+        verifier.canCheck(keyId: keyId)
+    }
+
     /// Installs a local zip, with the same checks and the same cache as a download.
     public func install(
         bundleAt path: String, appId: String, versionId: String, versionTag: String? = nil,

@@ -13,10 +13,13 @@ struct KeyStore: Sendable {
         var fetchedAt: Date
     }
 
-    /// The stored record for `id`, if it is younger than ``lifetime``.
-    func record(id: String) -> PublicKeyRecord? {
-        guard Identifier.isValid(id), let data = FileManager.default.contents(atPath: path(id)),
+    /// The stored record for `id`, if it is younger than ``lifetime`` or `stale` allows any age (with no
+    /// platform to fetch it from again, a key kept by an earlier install is the only one there is).
+    func record(id: String, stale: Bool = false) -> PublicKeyRecord? {
+        guard Identifier.isValid(id), linkFree, let bytes = FileReading.contents(path(id), followingLinks: false),
+              case let data = Data(bytes),
               let entry = try? RecordCoding.decoder().decode(Entry.self, from: data), entry.record.id == id else { return nil }
+        if stale { return entry.record }
         let age = Date().timeIntervalSince(entry.fetchedAt)
         guard age > -300, age < Double(lifetime.components.seconds) else { return nil }
         return entry.record
@@ -26,13 +29,18 @@ struct KeyStore: Sendable {
     func store(_ record: PublicKeyRecord) {
         guard Identifier.isValid(record.id), let data = try? RecordCoding.encoder().encode(Entry(record: record, fetchedAt: Date())) else { return }
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        guard linkFree else { return }
         try? Durability.writeAtomically(data, to: path(record.id), durable: false)
     }
 
-    /// Forgets the stored record for `id`.
-    func drop(id: String) {
-        guard Identifier.isValid(id) else { return }
-        unlink(path(id))
+    /// Whether `keys/` and this namespace's folder in it are real folders where they exist: keys are
+    /// never read nor written through a link planted in the cache.
+    private var linkFree: Bool {
+        let parent = (directory as NSString).deletingLastPathComponent
+        return [parent, directory].allSatisfy { folder in
+            var info = stat()
+            return lstat(folder, &info) != 0 || (info.st_mode & S_IFMT) == S_IFDIR
+        }
     }
 
     private func path(_ id: String) -> String { directory + "/" + id + ".json" }

@@ -47,6 +47,12 @@ struct SignatureVerifier: Sendable {
         return last
     }
 
+    /// Whether a signature by the platform key `keyId` can be checked: there is a platform to fetch it
+    /// from, or an earlier install kept it.
+    func canCheck(keyId: String) -> Bool {
+        platform != nil || keyStore?.record(id: keyId, stale: true) != nil
+    }
+
     /// Fetches the platform key `keyId` unless a fresh copy is stored, so that the fetch can overlap the
     /// download; the result is only trusted once a signature verifies with it.
     func prefetch(keyId: String?) async -> Result<PublicKeyRecord, any Error>? {
@@ -59,10 +65,12 @@ struct SignatureVerifier: Sendable {
     }
 
     private func checkWithPlatformKey(_ signature: String, keyId: String, prefetched: Result<PublicKeyRecord, any Error>?, versionId: String, sha256: [UInt8]) async -> SignatureOutcome {
-        if let stored = keyStore?.record(id: keyId), let key = try? BundleSignature.publicKey(from: stored) {
+        // A stored key that does not verify stays stored: the bundle may be what is wrong (tampered, the
+        // wrong signature, a page served instead of the zip). The platform's key is fetched again, and
+        // only one that verifies replaces it, when the install commits; a failure leaves keys/ as it was.
+        if let stored = keyStore?.record(id: keyId, stale: platform == nil), let key = try? BundleSignature.publicKey(from: stored) {
             let outcome = verify(signature, versionId: versionId, sha256: sha256, key: key, keyId: keyId)
             if outcome.status == .verified { return outcome }
-            keyStore?.drop(id: keyId)
         }
         guard let platform else {
             return .failed(.keyUnavailable(keyId: keyId, reason: "no platform to fetch it from"), keyId: keyId)
