@@ -211,4 +211,96 @@ import Testing
         let second = try BundleFactory.zip(BundleFactory.helloFiles)
         #expect(first == second)
     }
+
+    // MARK: Zips that everyday tools make (issue 13)
+
+    @Test func findersMacOSMetadataIsDroppedAndNotCounted() throws {
+        // macOS Finder's Compress of a folder App: AppleDouble files under __MACOSX/, .DS_Store inside.
+        let zip = RawZip([
+            .directory("App/"), .file("App/index.html", "<html>"), .directory("App/js/"), .file("App/js/a.js", "1"), .file("App/.DS_Store", "ds"),
+            .directory("__MACOSX/"), .directory("__MACOSX/App/"), .file("__MACOSX/App/._index.html", "apple"), .file("__MACOSX/App/js/._a.js", "apple"),
+        ]).bytes
+        let (result, _) = try extract(zip, limits: ExtractionLimits(maxEntries: 4))
+        #expect(result.bundleDirectory.hasSuffix("/App"))
+        #expect(result.files.map(\.path) == ["index.html", "js/a.js"])
+        #expect(result.directories == [".", "js"])
+        #expect(!FileManager.default.fileExists(atPath: result.bundleDirectory + "/../__MACOSX"))
+
+        // A flat one (Compress of the files themselves).
+        let flat = RawZip([.file("index.html", "<html>"), .file("._index.html", "apple"), .directory("__MACOSX/"), .file("__MACOSX/._index.html", "apple"), .file(".DS_Store", "ds")]).bytes
+        let (flatResult, destination) = try extract(flat)
+        #expect(flatResult.files.map(\.path) == ["index.html"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: destination) == ["index.html"])
+        // Metadata alone is not a bundle; and hostile metadata is still hostile.
+        #expect(throws: ArchiveError.self) { try extract(RawZip([.file("__MACOSX/._index.html", "apple")]).bytes) }
+        #expect(throws: ArchiveError.unsafePath(entry: "__MACOSX/../../x", reason: "climbs out with ..")) {
+            try extract(RawZip([.file("index.html"), .file("__MACOSX/../../x")]).bytes)
+        }
+    }
+
+    @Test func unflaggedNamesAreCP437UnlessTheyAreValidUTF8() throws {
+        // Windows Explorer: OEM code page, no UTF-8 flag. "données/é.txt" in CP437.
+        var explorer = RawZip.Entry(name: "", data: Array("é".utf8))
+        explorer.rawName = Array("donn".utf8) + [0x82] + Array("es/".utf8) + [0x82] + Array(".txt".utf8)
+        explorer.utf8Flag = false
+        // Info-ZIP on Linux: UTF-8 bytes, no flag.
+        var infoZip = RawZip.Entry(name: "ünïcode/ß.css", data: Array("p {}".utf8))
+        infoZip.utf8Flag = false
+        let (result, destination) = try extract(RawZip([.file("index.html"), explorer, infoZip]).bytes)
+        #expect(result.files.map(\.path) == ["index.html", "données/é.txt", "ünïcode/ß.css"].sorted())
+        #expect(FileManager.default.contents(atPath: destination + "/données/é.txt") == Data("é".utf8))
+
+        // A name flagged UTF-8 that is not UTF-8 is broken, not CP437.
+        var lying = RawZip.Entry(name: "", data: [])
+        lying.rawName = [0x61, 0x82, 0x2E, 0x6A, 0x73]
+        let error = #expect(throws: ArchiveError.self) { try extract(RawZip([.file("index.html"), lying]).bytes) }
+        #expect(error?.description.contains("not valid UTF-8") == true)
+    }
+
+    @Test func windowsBackslashNamesUseBackslashAsTheSeparatorAndStillCannotClimbOut() throws {
+        let (result, _) = try extract(RawZip([.file("index.html"), .file("js\\lib\\a.js", "1")]).bytes)
+        #expect(result.files.map(\.path) == ["index.html", "js/lib/a.js"])
+        #expect(throws: ArchiveError.unsafePath(entry: "../evil.txt", reason: "climbs out with ..")) {
+            try extract(RawZip([.file("index.html"), .file("..\\evil.txt")]).bytes)
+        }
+        // Both separators in one name: a file name with a backslash in it, which the bundle cannot hold.
+        #expect(throws: ArchiveError.unsafePath(entry: "js/a\\b.js", reason: "contains a backslash")) {
+            try extract(RawZip([.file("index.html"), .file("js/a\\b.js")]).bytes)
+        }
+    }
+
+    @Test func anEmptyFileCompressedWithLZMAExtractsAndAnUnreadableMethodIsNamed() throws {
+        let directory = try TemporaryDirectory.make().path
+        let zip = directory + "/lzma.zip"
+        let script = "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_LZMA) as z:\n    z.writestr('index.html', '<html>')\n    z.writestr('empty.txt', '')\n    z.writestr('js/empty.js', '')"
+        #expect(runTool("/usr/bin/python3", ["-c", script, zip]) == 0)
+        let (result, destination) = try extract([UInt8](try Data(contentsOf: URL(fileURLWithPath: zip))))
+        #expect(result.files.map(\.path) == ["empty.txt", "index.html", "js/empty.js"])
+        #expect(result.files.first { $0.path == "empty.txt" }?.size == 0)
+        #expect(FileManager.default.contents(atPath: destination + "/index.html") == Data("<html>".utf8))
+
+        var deflate64 = RawZip.Entry.file("app.js", "data")
+        deflate64.method = 9
+        let error = #expect(throws: ArchiveError.self) { try extract(RawZip([.file("index.html"), deflate64]).bytes) }
+        #expect(error == .unsupportedCompression(entry: "app.js", method: "Deflate64 (method 9)"))
+        #expect(error?.description.contains("damaged") == false)
+    }
+
+    @Test func overlappingEntriesAreRefused() throws {
+        // Many central-directory entries pointing at one local header (the overlapping-file zip bomb).
+        var bomb = RawZip([.file("index.html", "<html>"), .file("kernel.js", String(repeating: "a", count: 1000))])
+        bomb.aliases = (0..<5).map { (name: "copy\($0).js", entry: 1) }
+        let error = #expect(throws: ArchiveError.self) { try extract(bomb.bytes) }
+        guard case .overlappingEntries? = error else {
+            Issue.record("expected overlapping entries, got \(String(describing: error))")
+            return
+        }
+    }
+
+    @Test func aLocalHeaderThatNamesAnotherFileIsRefused() throws {
+        var entry = RawZip.Entry.file("app.js", "1")
+        entry.localName = Array("evil.js".utf8)
+        let error = #expect(throws: ArchiveError.self) { try extract(RawZip([.file("index.html"), entry]).bytes) }
+        #expect(error == .inconsistentEntry(entry: "app.js", reason: "has a local header that names it 'evil.js'"))
+    }
 }

@@ -40,7 +40,9 @@ public enum CommandRunner {
     /// Runs `miniapp` with `arguments` and an environment holding only `environment` plus PATH,
     /// with HOME in a fresh temporary folder unless given; as user and group `user` when given
     /// (see ``canRunAsAnotherUser``).
-    public static func run(_ arguments: [String], environment: [String: String] = [:], user: UInt32? = nil) async throws -> CommandResult {
+    /// A run still going after `timeoutSeconds` is killed (status 9): a hang fails the test instead of
+    /// stalling the suite.
+    public static func run(_ arguments: [String], environment: [String: String] = [:], user: UInt32? = nil, timeoutSeconds: Double? = nil) async throws -> CommandResult {
         let process = Process()
         if let user {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
@@ -63,6 +65,11 @@ public enum CommandRunner {
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
             do {
                 try process.run()
+                if let timeoutSeconds {
+                    DispatchQueue.global().asyncAfter(deadline: .now() + timeoutSeconds) { [process] in
+                        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                    }
+                }
             } catch {
                 process.terminationHandler = nil
                 continuation.resume(throwing: error)

@@ -1,4 +1,5 @@
 import Foundation
+import MiniAppCore
 
 /// A zip written byte by byte (stored entries only), so that tests can make any hostile archive:
 /// any name, any file type, a wrong CRC, lying sizes, the encryption flag.
@@ -13,6 +14,14 @@ public struct RawZip: Sendable {
         public var crcOverride: UInt32?
         /// A size to declare instead of the real one (in both headers).
         public var declaredSize: UInt32?
+        /// The name's bytes, instead of `name`'s UTF-8.
+        public var rawName: [UInt8]?
+        /// Whether the UTF-8 flag (bit 11) is set.
+        public var utf8Flag = true
+        /// The compression method to declare (the data is stored as it is).
+        public var method: UInt16 = 0
+        /// A name for the local header alone, unlike the central directory's.
+        public var localName: [UInt8]?
 
         public init(name: String, data: [UInt8] = [], mode: UInt32 = 0o100644, encrypted: Bool = false, crcOverride: UInt32? = nil, declaredSize: UInt32? = nil) {
             self.name = name
@@ -29,6 +38,9 @@ public struct RawZip: Sendable {
     }
 
     public var entries: [Entry]
+    /// More central-directory records, each naming the local header of entry `entry` with another name:
+    /// the overlapping-file zip bomb.
+    public var aliases: [(name: String, entry: Int)] = []
 
     public init(_ entries: [Entry]) {
         self.entries = entries
@@ -38,21 +50,34 @@ public struct RawZip: Sendable {
     public var bytes: [UInt8] {
         var output: [UInt8] = []
         var central: [UInt8] = []
-        for entry in entries {
-            let offset = UInt32(output.count)
-            let name = Array(entry.name.utf8)
+        var offsets: [UInt32] = []
+        func record(_ entry: Entry, name: [UInt8], offset: UInt32) -> [UInt8] {
             let crc = entry.crcOverride ?? CRC32.checksum(entry.data)
             let size = entry.declaredSize ?? UInt32(entry.data.count)
-            let flags: UInt16 = (entry.encrypted ? 1 : 0) | (1 << 11)
-            output += le32(0x0403_4b50) + le16(20) + le16(flags) + le16(0) + le16(0) + le16(0x21)
-            output += le32(crc) + le32(size) + le32(size) + le16(UInt16(name.count)) + le16(0) + name + entry.data
-            central += le32(0x0201_4b50) + le16(0x0314) + le16(20) + le16(flags) + le16(0) + le16(0) + le16(0x21)
-            central += le32(crc) + le32(size) + le32(size) + le16(UInt16(name.count)) + le16(0) + le16(0) + le16(0) + le16(0)
-            central += le32(entry.mode << 16) + le32(offset) + name
+            let flags: UInt16 = (entry.encrypted ? 1 : 0) | (entry.utf8Flag ? 1 << 11 : 0)
+            var bytes = le32(0x0201_4b50) + le16(0x0314) + le16(20) + le16(flags) + le16(entry.method) + le16(0) + le16(0x21)
+            bytes += le32(crc) + le32(size) + le32(size) + le16(UInt16(name.count)) + le16(0) + le16(0) + le16(0) + le16(0)
+            return bytes + le32(entry.mode << 16) + le32(offset) + name
         }
+        for entry in entries {
+            let offset = UInt32(output.count)
+            offsets.append(offset)
+            let name = entry.rawName ?? Array(entry.name.utf8)
+            let localName = entry.localName ?? name
+            let crc = entry.crcOverride ?? CRC32.checksum(entry.data)
+            let size = entry.declaredSize ?? UInt32(entry.data.count)
+            let flags: UInt16 = (entry.encrypted ? 1 : 0) | (entry.utf8Flag ? 1 << 11 : 0)
+            output += le32(0x0403_4b50) + le16(20) + le16(flags) + le16(entry.method) + le16(0) + le16(0x21)
+            output += le32(crc) + le32(size) + le32(size) + le16(UInt16(localName.count)) + le16(0) + localName + entry.data
+            central += record(entry, name: name, offset: offset)
+        }
+        for alias in aliases {
+            central += record(entries[alias.entry], name: Array(alias.name.utf8), offset: offsets[alias.entry])
+        }
+        let count = UInt16(entries.count + aliases.count)
         let centralOffset = UInt32(output.count)
         output += central
-        output += le32(0x0605_4b50) + le16(0) + le16(0) + le16(UInt16(entries.count)) + le16(UInt16(entries.count))
+        output += le32(0x0605_4b50) + le16(0) + le16(0) + le16(count) + le16(count)
         output += le32(UInt32(central.count)) + le32(centralOffset) + le16(0)
         return output
     }
@@ -66,17 +91,9 @@ public struct RawZip: Sendable {
     private func le32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8((value >> (8 * $0)) & 0xFF) } }
 }
 
-/// The CRC-32 of zip.
+/// The CRC-32 of zip (the library's own, which reads Info-ZIP Unicode path fields).
 public enum CRC32 {
-    private static let table: [UInt32] = (0..<256).map { index in
-        var value = UInt32(index)
-        for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
-        return value
-    }
-
     public static func checksum(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
-        return crc ^ 0xFFFF_FFFF
+        ZipCRC.checksum(bytes)
     }
 }

@@ -8,6 +8,12 @@ public enum ArchiveError: CategorizedError, Equatable {
     case duplicateEntry(entry: String)
     /// An entry is encrypted.
     case encryptedEntry(entry: String)
+    /// An entry is compressed with a method this reader does not have.
+    case unsupportedCompression(entry: String, method: String)
+    /// Two entries share bytes (the overlapping-file zip bomb).
+    case overlappingEntries(entry: String, other: String)
+    /// An entry's local header disagrees with the central directory, so readers would differ.
+    case inconsistentEntry(entry: String, reason: String)
     /// The archive is damaged, truncated or not a zip.
     case corrupt(reason: String)
     /// More entries than the limit.
@@ -36,6 +42,12 @@ public enum ArchiveError: CategorizedError, Equatable {
             return "archive refused: entry '\(Sanitizer.printable(entry, limit: 120))' appears more than once"
         case .encryptedEntry(let entry):
             return "archive refused: entry '\(Sanitizer.printable(entry, limit: 120))' is encrypted"
+        case .unsupportedCompression(let entry, let method):
+            return "archive refused: entry '\(Sanitizer.printable(entry, limit: 120))' is compressed with \(method), which cannot be read; zip the bundle again with Deflate"
+        case .overlappingEntries(let entry, let other):
+            return "archive refused: entry '\(Sanitizer.printable(entry, limit: 120))' shares its bytes with '\(Sanitizer.printable(other, limit: 120))', like a zip bomb; the bundle is hostile or broken, do not use it"
+        case .inconsistentEntry(let entry, let reason):
+            return "archive refused: entry '\(Sanitizer.printable(entry, limit: 120))' \(Sanitizer.printable(reason, limit: 160)), so tools would read it differently; the bundle is hostile or broken, do not use it"
         case .corrupt(let reason):
             return "archive refused: it is damaged or not a zip (\(Sanitizer.printable(reason, limit: 160)))"
         case .tooManyEntries(let limit):

@@ -100,8 +100,10 @@ private struct ExtractionPlan {
     package struct File {
         /// The entry's position among all entries, folders included.
         var ordinal: Int
-        /// The entry's name as stored, for messages and for the second pass to check.
+        /// The entry's name, for messages.
         var name: String
+        /// The name libarchive reports for it, for the second pass to check.
+        var archiveName: [UInt8]
         /// The cleaned path relative to the destination.
         var path: String
     }
@@ -114,26 +116,39 @@ private struct ExtractionPlan {
     package var entryCount = 0
     package var declaredBytes: Int64 = 0
 
+    /// The central directory is read first (``ZipDirectory``): its names are the ones installed, and
+    /// libarchive's entries, which come in local-header order, must match it one for one.
     package static func scan(_ archivePath: String, limits: ExtractionLimits) throws(ArchiveError) -> ExtractionPlan {
+        // Dropped entries (Finder's) do not count against maxEntries; this bounds them all the same.
+        let directory = try ZipDirectory.read(archivePath, maxEntries: limits.maxEntries.multipliedReportingOverflow(by: 4).partialValue + 1024)
         let reader = try ArchiveReader(archivePath, blockSize: 4 * 1024)
         var plan = ExtractionPlan()
+        var ordinal = 0
         while let entry = try reader.next() {
-            try plan.add(entry, limits: limits)
+            guard ordinal < directory.entries.count, let raw = archive_entry_pathname(entry),
+                  ZipDirectory.comparable(raw) == directory.entries[ordinal].archiveName else {
+                throw .inconsistentEntry(entry: ordinal < directory.entries.count ? directory.entries[ordinal].name : "#\(ordinal + 1)", reason: "is not where the central directory lists it")
+            }
+            try plan.add(entry, zip: directory.entries[ordinal], ordinal: ordinal, limits: limits)
+            ordinal += 1
         }
-        guard plan.entryCount > 0 else { throw .corrupt(reason: "the archive is empty") }
+        guard ordinal == directory.entries.count else {
+            throw .inconsistentEntry(entry: directory.entries[ordinal].name, reason: "is listed in the central directory but cannot be read")
+        }
+        guard plan.entryCount > 0 else { throw .corrupt(reason: "the archive holds nothing but macOS metadata") }
         return plan
     }
 
-    package mutating func add(_ entry: OpaquePointer, limits: ExtractionLimits) throws(ArchiveError) {
-        let ordinal = entryCount
-        entryCount += 1
-        guard entryCount <= limits.maxEntries else { throw .tooManyEntries(limit: limits.maxEntries) }
-        guard let rawName = archive_entry_pathname_utf8(entry) ?? archive_entry_pathname(entry) else {
-            throw .unsafePath(entry: "#\(entryCount)", reason: "has a name that is not valid text")
-        }
-        guard let name = String(validatingCString: rawName) else {
-            throw .unsafePath(entry: String(cString: rawName), reason: "has a name that is not valid UTF-8")
-        }
+    /// Whether a path is macOS metadata that Finder's Compress adds: `__MACOSX/...`, AppleDouble `._*`
+    /// files and `.DS_Store`. They are not installed and not counted.
+    package static func isFinderMetadata(_ components: [String], isDirectory: Bool) -> Bool {
+        guard let last = components.last else { return false }
+        if components.first == "__MACOSX" { return true }
+        return !isDirectory && (last.hasPrefix("._") || last == ".DS_Store")
+    }
+
+    package mutating func add(_ entry: OpaquePointer, zip: ZipDirectory.Entry, ordinal: Int, limits: ExtractionLimits) throws(ArchiveError) {
+        let name = zip.name
         let path = try ArchivePath.path(of: name)
 
         let type = archive_entry_filetype(entry) & CMiniAppArchive_AE_IFMT()
@@ -145,8 +160,14 @@ private struct ExtractionPlan {
         case CMiniAppArchive_AE_IFDIR(): isDirectory = true
         default: throw .unsupportedEntry(entry: name, kind: ExtractionKinds.name(type))
         }
-        if archive_entry_is_encrypted(entry) != 0 { throw .encryptedEntry(entry: name) }
+        if archive_entry_is_encrypted(entry) != 0 || zip.isEncrypted { throw .encryptedEntry(entry: name) }
         if name.hasSuffix("/") && !isDirectory { throw .unsafePath(entry: name, reason: "is a file whose name ends with /") }
+        if !isDirectory, !ZipDirectory.supportedMethods.contains(zip.method) {
+            throw .unsupportedCompression(entry: name, method: ZipDirectory.methodName(zip.method))
+        }
+        if Self.isFinderMetadata(path.split(separator: "/").map(String.init), isDirectory: isDirectory) { return }
+        entryCount += 1
+        guard entryCount <= limits.maxEntries else { throw .tooManyEntries(limit: limits.maxEntries) }
 
         if path.isEmpty {
             guard isDirectory else { throw .unsafePath(entry: name, reason: "has an empty name") }
@@ -158,7 +179,7 @@ private struct ExtractionPlan {
         if isDirectory {
             directories.append(path)
         } else {
-            files.append(File(ordinal: ordinal, name: name, path: path))
+            files.append(File(ordinal: ordinal, name: name, archiveName: zip.archiveName, path: path))
             if archive_entry_size_is_set(entry) != 0 { declaredBytes += max(archive_entry_size(entry), 0) }
         }
     }
@@ -285,11 +306,11 @@ private final class ExtractionJob: @unchecked Sendable {
                     ordinal += 1
                     guard entry != nil else { throw .corrupt(reason: "the archive ended before entry \(file.name)") }
                 }
-                guard let entry, let rawName = archive_entry_pathname_utf8(entry) ?? archive_entry_pathname(entry),
-                      String(cString: rawName) == file.name else {
+                guard let entry, let raw = archive_entry_pathname(entry),
+                      ZipDirectory.comparable(raw) == file.archiveName else {
                     throw .corrupt(reason: "the archive changed while it was read")
                 }
-                records[index] = try write(file, from: reader)
+                records[index] = try write(file, entry: entry, from: reader)
             } catch {
                 fail(index, error)
                 return
@@ -298,7 +319,7 @@ private final class ExtractionJob: @unchecked Sendable {
     }
 
     /// Writes one file's data, hashing it and counting its bytes against the limits.
-    private func write(_ file: ExtractionPlan.File, from reader: ArchiveReader) throws(ArchiveError) -> BundleFile {
+    private func write(_ file: ExtractionPlan.File, entry: OpaquePointer, from reader: ArchiveReader) throws(ArchiveError) -> BundleFile {
         let target = destination + "/" + file.path
         let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
@@ -309,7 +330,10 @@ private final class ExtractionJob: @unchecked Sendable {
         if needsMode { fchmod(descriptor, 0o644) }
         let digest = SHA256Digest()
         var size: Int64 = 0
-        while true {
+        // An entry that declares no bytes has none to read: libarchive's LZMA reader fails on an empty
+        // stream (bsdtar does not ask it either).
+        let empty = archive_entry_size_is_set(entry) != 0 && archive_entry_size(entry) == 0
+        while !empty {
             var block: UnsafeRawPointer?
             var length = 0
             var offset: la_int64_t = 0
