@@ -70,9 +70,8 @@ struct CacheVerifyCommand: AsyncParsableCommand {
         let configuration = try options.configuration()
         var entries: [Entry] = []
         for cache in options.caches(configuration) {
-            for record in cache.records(appId: appId) {
-                let report = cache.check(record, thorough: true)
-                entries.append(Entry(id: record.id, versionId: record.versionId, intact: report.intact, problems: report.problems))
+            for check in try await cache.verify(appId: appId) {
+                entries.append(Entry(id: check.record.id, versionId: check.record.versionId, intact: check.report.intact, problems: check.report.problems))
             }
         }
         if options.json {

@@ -5,9 +5,29 @@ import Synchronization
 
 /// Where the CLI writes: results to stdout, messages to stderr.
 enum Console {
-    /// Writes `text` and a newline to stdout.
+    /// Writes `text` and a newline to stdout, its control characters neutralised (``terminalSafe(_:)``).
     static func output(_ text: String) {
-        output(Data((text + "\n").utf8))
+        output(Data((terminalSafe(text) + "\n").utf8))
+    }
+
+    /// `text` with every control character but line ends and tabs (C0, DEL, C1, and the Unicode line
+    /// and paragraph separators) shown as `\u{..}`: names, tags, reasons and metadata come from a
+    /// platform or a bundle, and an escape sequence in them must not drive the user's terminal.
+    static func terminalSafe(_ text: String, keepingCarriageReturn: Bool = false) -> String {
+        guard text.unicodeScalars.contains(where: { isControl($0) && $0 != "\n" && $0 != "\t" && !(keepingCarriageReturn && $0 == "\r") }) else { return text }
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if isControl(scalar) && scalar != "\n" && scalar != "\t" && !(keepingCarriageReturn && scalar == "\r") {
+                result.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".unicodeScalars)
+            } else {
+                result.append(scalar)
+            }
+        }
+        return String(result)
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
     }
 
     /// Writes `data` to stdout. When the reader has gone (`miniapp list | head`), the process ends by
@@ -27,8 +47,11 @@ enum Console {
 
     /// Writes `text` and a newline (unless `newline` is false) to stderr; a failure there has nowhere
     /// to be reported and is ignored.
+    /// Control characters are neutralised as on stdout; a line without its newline (the progress bar)
+    /// keeps its carriage returns.
     static func standardError(_ text: String, newline: Bool = true) {
-        _ = write(Data((newline ? text + "\n" : text).utf8), to: STDERR_FILENO)
+        let safe = terminalSafe(text, keepingCarriageReturn: !newline)
+        _ = write(Data((newline ? safe + "\n" : safe).utf8), to: STDERR_FILENO)
     }
 
     /// Writes all of `data` to `descriptor` (Foundation's `FileHandle.write` traps on a closed pipe);
@@ -66,11 +89,38 @@ enum Console {
         if !quiet { standardError("warning: " + message) }
     }
 
-    /// Writes one JSON document to stdout.
+    /// Writes one JSON document to stdout: the exact values, with DEL and C1 controls escaped as JSON
+    /// too (the encoder escapes only C0), so that nothing in it drives a terminal.
     static func json<Value: Encodable>(_ value: Value) throws {
         var data = try RecordCoding.encoder(pretty: true).encode(value)
+        if data.contains(0x7F) || data.contains(0xC2) { data = escapingControls(data) }
         data.append(UInt8(ascii: "\n"))
         output(data)
+    }
+
+    /// JSON text with DEL (0x7F) and the UTF-8 of U+0080-U+009F written as `\u` escapes; in JSON they
+    /// can only be inside strings, where the escape means the same character.
+    static func escapingControls(_ data: Data) -> Data {
+        var result = Data()
+        result.reserveCapacity(data.count)
+        var bytes = data.makeIterator()
+        var pending: UInt8?
+        while let byte = pending ?? bytes.next() {
+            pending = nil
+            if byte == 0x7F {
+                result.append(contentsOf: Array("\\u007f".utf8))
+            } else if byte == 0xC2, let next = bytes.next() {
+                if (0x80...0x9F).contains(next) {
+                    result.append(contentsOf: Array(String(format: "\\u%04x", Int(next)).utf8))
+                } else {
+                    result.append(byte)
+                    pending = next
+                }
+            } else {
+                result.append(byte)
+            }
+        }
+        return result
     }
 
     /// Lays `rows` out as columns separated by two spaces, the first row being the header.

@@ -11,10 +11,11 @@ struct DownloadCommand: AsyncParsableCommand {
               miniapp download 1a2b3c
               miniapp download 1a2b3c --version 4d5e6f --json
               miniapp download 1a2b3c 7g8h9i 0j1k2l --jobs 2
+              miniapp download --preview-code 7f3a9c
             """
     )
 
-    @OptionGroup var target: AppVersionArguments
+    @OptionGroup var target: AppTargetArguments
 
     @Argument(help: "More mini-app ids: their latest versions are downloaded too, --jobs at a time.")
     var moreAppIds: [String] = []
@@ -28,7 +29,7 @@ struct DownloadCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func validate() throws {
-        if !moreAppIds.isEmpty, target.versionId != nil { throw ValidationError("--version goes with one app id only") }
+        if !moreAppIds.isEmpty, target.versionId != nil || target.previewCode != nil { throw ValidationError("--version and --preview-code go with one app id only") }
         if jobs < 1 { throw ValidationError("--jobs must be 1 or more") }
         for appId in moreAppIds where !Identifier.isValid(appId) {
             throw ValidationError(IdentifierError.invalid(kind: .app, value: appId).description)
@@ -36,8 +37,7 @@ struct DownloadCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (appId, versionId) = (target.appId, target.versionId)
-        let configuration = try options.configuration()
+        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(), options: options)
         if !moreAppIds.isEmpty {
             try await downloadMany([appId] + moreAppIds, configuration)
             return

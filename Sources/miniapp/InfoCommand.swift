@@ -9,16 +9,16 @@ struct InfoCommand: AsyncParsableCommand {
             Examples:
               miniapp info 1a2b3c
               miniapp info 1a2b3c --version 4d5e6f --json
+              miniapp info --preview-code 7f3a9c
             """
     )
 
-    @OptionGroup var target: AppVersionArguments
+    @OptionGroup var target: AppTargetArguments
 
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let (appId, versionId) = (target.appId, target.versionId)
-        let configuration = try options.configuration()
+        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(), options: options)
         let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
         let record: AppRecord
         let found: (cache: BundleCache, record: InstallRecord)?

@@ -11,16 +11,16 @@ struct LoadCommand: AsyncParsableCommand {
             Examples:
               miniapp load 1a2b3c
               miniapp load 1a2b3c --offline --json
+              miniapp load --preview-code 7f3a9c
             """
     )
 
-    @OptionGroup var target: AppVersionArguments
+    @OptionGroup var target: AppTargetArguments
 
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let (appId, versionId) = (target.appId, target.versionId)
-        let configuration = try options.configuration()
+        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(), options: options)
         let outcome = try await options.withInstaller(configuration, needsPlatform: true) { installer in
             try await installer.load(appId: appId, versionId: versionId, progress: options.progressBar(for: appId))
         }

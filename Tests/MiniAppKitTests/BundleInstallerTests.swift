@@ -599,6 +599,35 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
             #expect(view.check(outcome.record, thorough: true).intact)
         }
     }
+
+    @Test func filesThatArriveOneByOneObeyTheExtractionLimitsAndRules() async throws {
+        let cache = try TemporaryDirectory.make().path
+        var fixture = fixture()
+        try await withTestServer({ [fixture] in fixture.handle($0) }) { server in
+            func attempt(_ limits: ExtractionLimits) async -> ArchiveError? {
+                var configuration = makeConfiguration(server, cache: cache, policy: .advisory)
+                configuration.extraction = limits
+                let error = await #expect(throws: ArchiveError.self) { try await withInstaller(configuration) { try await $0.download(appId: "app-old") } }
+                #expect(CacheSnapshot(cache).files.isEmpty && CacheSnapshot(cache).leftovers.isEmpty)
+                return error
+            }
+            // index.html, js/ and js/app.js: three entries; six bytes, then four.
+            #expect(await attempt(ExtractionLimits(maxEntries: 2)) == .tooManyEntries(limit: 2))
+            #expect(await attempt(ExtractionLimits(maxUnpackedBytes: 8)) == .tooLarge(limitBytes: 8))
+        }
+        fixture.apps[0].versions[0].files.append("cdn/ver-v1/js/app.js")
+        try await withTestServer({ [fixture] in fixture.handle($0) }) { server in
+            let error = await #expect(throws: ArchiveError.self) { try await withInstaller(makeConfiguration(server, cache: cache, policy: .advisory)) { try await $0.download(appId: "app-old") } }
+            #expect(error == .duplicateEntry(entry: "js/app.js"))
+        }
+        fixture.apps[0].versions[0].files = ["cdn/ver-v1/index.html", "cdn/ver-v1/js", "cdn/ver-v1/js/app.js"]
+        fixture.blobs["/cdn/ver-v1/js"] = Array("x".utf8)
+        try await withTestServer({ [fixture] in fixture.handle($0) }) { server in
+            let error = await #expect(throws: ArchiveError.self) { try await withInstaller(makeConfiguration(server, cache: cache, policy: .advisory)) { try await $0.download(appId: "app-old") } }
+            #expect(error == .duplicateEntry(entry: "js/app.js"))
+            #expect(CacheSnapshot(cache).files.isEmpty)
+        }
+    }
 }
 
 @Suite struct ManyDownloadsTests {

@@ -244,4 +244,152 @@ import Testing
             }
         }
     }
+
+    @Test func verifyWaitsForAVersionAnotherProcessIsChangingInsteadOfCallingItDamaged() async throws {
+        let app = try ServedApp()
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let cache = work + "/cache"
+            let first = try await runCached(server, cache: cache, ["download", "app-hello", "--json"])
+            let path = try #require((try first.json() as? [String: Any])?["path"] as? String)
+            let namespace = CacheNamespace(platform: .remote(server.baseURL), projectId: "proj-1").key
+            // Another process reinstalling the version: it holds the lock, and the files are moving.
+            let lockPath = cache + "/locks/\(namespace)@app-hello@ver-1.lock"
+            let descriptor = open(lockPath, O_RDWR | O_CREAT, 0o644)
+            #expect(flock(descriptor, LOCK_EX) == 0)
+            #expect(rename(path + "/index.html", work + "/index.html") == 0)
+            let verify = Task { try await runCached(server, cache: cache, ["cache", "verify", "--json"]) }
+            try await Task.sleep(for: .seconds(1))
+            #expect(rename(work + "/index.html", path + "/index.html") == 0)
+            unlink(lockPath)
+            close(descriptor)
+            let result = try await verify.value
+            #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+            #expect((try result.json() as? [[String: Any]])?.map { $0["intact"] as? Bool } == [true])
+        }
+    }
+
+    @Test(arguments: [true, false])
+    func aFileListThatDoesNotCoverEveryFileIsDamage(recordHasDigest: Bool) async throws {
+        let app = try ServedApp()
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let cache = work + "/cache"
+            let first = try await runCached(server, cache: cache, ["download", "app-hello", "--json"])
+            let path = try #require((try first.json() as? [String: Any])?["path"] as? String)
+            let version = (path as NSString).deletingLastPathComponent
+            if !recordHasDigest {
+                // A record from before the digest was kept.
+                var record = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: version + "/record.json"))) as? [String: Any])
+                #expect(record.removeValue(forKey: "fileList") != nil)
+                try JSONSerialization.data(withJSONObject: record).write(to: URL(fileURLWithPath: version + "/record.json"))
+            }
+            #expect(!first.stdout.contains("fileList"), "the digest stays in record.json")
+            let list = try String(contentsOfFile: version + "/files.list", encoding: .utf8)
+            try (String(list.split(separator: "\n")[0]) + "\n").write(toFile: version + "/files.list", atomically: false, encoding: .utf8)
+            try "<html>changed</html>".write(toFile: path + "/index.html", atomically: false, encoding: .utf8)
+
+            let load = try await runCached(server, cache: cache, ["load", "app-hello", "--offline"])
+            expectFailure(load, status: 65, mentioning: "damaged")
+            let verify = try await runCached(server, cache: cache, ["cache", "verify"])
+            expectFailure(verify, status: 65, mentioning: "damaged")
+        }
+    }
+
+    @Test func pruneSurvivesRecordsWithHugeSizes() async throws {
+        let app = try ServedApp(versions: ["ver-1", "ver-2"])
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let cache = work + "/cache"
+            for version in ["ver-1", "ver-2"] {
+                let result = try await runCached(server, cache: cache, ["download", "app-hello", "--version", version, "--json"])
+                let path = try #require((try result.json() as? [String: Any])?["path"] as? String)
+                let recordPath = (path as NSString).deletingLastPathComponent + "/record.json"
+                var record = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: recordPath))) as? [String: Any])
+                record["sizeBytes"] = Int64(5_000_000_000_000_000_000)  // two of them overflow Int64
+                try JSONSerialization.data(withJSONObject: record).write(to: URL(fileURLWithPath: recordPath))
+            }
+            let pruned = try await runCached(server, cache: cache, ["cache", "prune", "--max-bytes", "1000", "--json"])
+            #expect(pruned.status == 0, "\(pruned.stderr)")
+            #expect((try pruned.json() as? [[String: Any]])?.count == 2, "\(pruned.stdout)")
+        }
+    }
+
+    @Test func untrustedTextNeverDrivesTheTerminalAndJSONKeepsItExactly() async throws {
+        let title = "Evil\u{1B}]0;pwned\u{07}App"
+        let tag = "1.0\u{1B}[31m-red"
+        let reason = "to greet you\u{9B}2J\u{1B}[2J"
+        var files = BundleFactory.helloFiles
+        files["manifest.json"] = #"{"reqPermissions": [{"name": "rakuten.miniapp.user.USER_NAME", "reason": "to greet you\u009b2J\u001b[2J"}], "customMetaData": {"theme": "\u001b]0;x\u0007dark\u007f"}}"#
+        var app = try ServedApp(files: files)
+        app.fixture.apps[0].displayName = title
+        app.fixture.apps[0].versions[0].versionTag = tag
+        app.fixture.apps[0].versions[0].metadataJSON = files["manifest.json"]!
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let cache = work + "/cache"
+            var results: [(String, CommandResult)] = []
+            for arguments in [
+                ["list"], ["info", "app-hello"], ["manifest", "app-hello"], ["download", "app-hello"], ["cache", "list"],
+                ["permissions", "show", "app-hello"], ["load", "app-hello"], ["list", "--verbose"],
+            ] {
+                results.append((arguments.joined(separator: " "), try await runCached(server, cache: cache, arguments)))
+            }
+            #expect(results.first { $0.0 == "load app-hello" }?.1.status == 77)
+            for (command, result) in results {
+                for (stream, text) in [("stdout", result.stdout), ("stderr", result.stderr)] {
+                    let raw = text.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n" && $0 != "\t") || (0x7F...0x9F).contains($0.value) }
+                    #expect(raw.isEmpty, "\(command) printed control characters on \(stream): \(raw.map { String($0.value, radix: 16) })")
+                }
+            }
+            #expect(results[0].1.stdout.contains("Evil\\u{1b}]0;pwned\\u{7}App"), "shown, neutralised: \(results[0].1.stdout)")
+
+            // --json keeps the exact values, escaped as JSON.
+            let list = try await runCached(server, cache: cache, ["list", "--json"])
+            #expect(!list.stdout.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" || (0x7F...0x9F).contains($0.value) })
+            let apps = try #require(try list.json() as? [[String: Any]])
+            #expect(apps.first?["displayName"] as? String == title)
+            #expect((apps.first?["version"] as? [String: Any])?["versionTag"] as? String == tag)
+            let manifest = try #require(try await runCached(server, cache: cache, ["manifest", "app-hello", "--json"]).json() as? [String: Any])
+            #expect((manifest["customMetaData"] as? [String: String])?["theme"] == "\u{1B}]0;x\u{07}dark\u{7F}")
+            #expect(((manifest["reqPermissions"] as? [[String: Any]])?.first?["reason"] as? String) == reason)
+
+            // A permission name with control characters is refused where names are accepted.
+            for name in ["com.example.\u{1B}[2J", "com.example.\u{9B}x"] {
+                expectFailure(try await runCached(server, cache: cache, ["permissions", "grant", "app-hello", name]), status: 64)
+            }
+        }
+    }
+
+    @Test func previewCodesResolveToTheVersionTheyNameForInfoDownloadAndLoad() async throws {
+        #expect(try await CommandRunner.run(["keygen", "--out", work + "/k"]).status == 0)
+        let registry = work + "/registry"
+        let folder = try BundleFactory.folder(BundleFactory.helloFiles)
+        let published = try await CommandRunner.run(["publish", folder, "--registry", registry, "--app-id", "hello", "--version-tag", "1.0.0", "--key", work + "/k.pem", "--json"])
+        #expect(published.status == 0, "\(published.stderr)")
+        let draft = try await CommandRunner.run(["publish", folder, "--registry", registry, "--app-id", "hello", "--version-tag", "2.0.0-beta", "--key", work + "/k.pem", "--preview", "--json"])
+        let document = try #require(try draft.json() as? [String: Any])
+        let code = try #require(document["previewCode"] as? String)
+        let draftVersion = try #require(document["versionId"] as? String)
+        let environment = ["MINIAPP_PLATFORM": registry, "MINIAPP_CACHE_DIR": work + "/cache"]
+
+        let info = try await CommandRunner.run(["info", "--preview-code", code, "--json"], environment: environment)
+        #expect(info.status == 0, "\(info.stderr)")
+        let record = try #require(try info.json() as? [String: Any])
+        #expect(record["id"] as? String == "hello")
+        #expect((record["version"] as? [String: Any])?["versionId"] as? String == draftVersion)
+
+        let download = try await CommandRunner.run(["download", "--preview-code", code, "--json"], environment: environment)
+        #expect(download.status == 0, "\(download.stderr)")
+        let installed = try #require(try download.json() as? [String: Any])
+        #expect(installed["versionId"] as? String == draftVersion && installed["signature"] as? String == "verified")
+        #expect(try await CommandRunner.run(["permissions", "grant", "hello", "rakuten.miniapp.user.USER_NAME"], environment: environment).status == 0)
+        let load = try await CommandRunner.run(["load", "hello", "--preview-code", code, "--json"], environment: environment)
+        #expect(load.status == 0, "\(load.stderr)")
+        #expect((try load.json() as? [String: Any])?["versionId"] as? String == draftVersion)
+        // Without the code, the published version is the latest.
+        #expect((try await CommandRunner.run(["info", "hello", "--json"], environment: environment).json() as? [String: Any]).flatMap { ($0["version"] as? [String: Any])?["versionTag"] as? String } == "1.0.0")
+
+        expectFailure(try await CommandRunner.run(["info", "--preview-code", "unknowncode1"], environment: environment), status: 66)
+        expectFailure(try await CommandRunner.run(["download", "--preview-code", code, "--version", draftVersion], environment: environment), status: 64)
+        expectFailure(try await CommandRunner.run(["load", "--preview-code", code, "--offline"], environment: environment), status: 64)
+        expectFailure(try await CommandRunner.run(["load", "other", "--preview-code", code], environment: environment), status: 64, mentioning: "names app hello")
+        expectFailure(try await CommandRunner.run(["info"], environment: environment), status: 64)
+    }
 }

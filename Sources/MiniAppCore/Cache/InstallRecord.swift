@@ -50,6 +50,9 @@ public struct InstallRecord: Sendable, Equatable, Codable {
     public var platform: String
     /// The project id the version came from, when there is one.
     public var projectId: String?
+    /// The SHA-256 of the version's `files.list`, kept in `record.json` only (not in the record's
+    /// JSON for users): a list changed or cut short is damage. `nil` in records from before it existed.
+    package var fileListDigest: String?
 
     /// A record with the given values.
     public init(
@@ -76,6 +79,7 @@ public struct InstallRecord: Sendable, Equatable, Codable {
     private enum CodingKeys: String, CodingKey {
         case id, versionId, versionTag, path, source, signature, signatureDetail, keyId, sha256, sizeBytes
         case installedAt, lastUsedAt, platform, projectId
+        case fileListDigest = "fileList"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -94,6 +98,7 @@ public struct InstallRecord: Sendable, Equatable, Codable {
         try container.encode(lastUsedAt, forKey: .lastUsedAt)
         try container.encode(platform, forKey: .platform)
         try container.encode(projectId, forKey: .projectId)
+        if encoder.userInfo[RecordCoding.storageKey] as? Bool == true { try container.encodeIfPresent(fileListDigest, forKey: .fileListDigest) }
     }
 }
 
@@ -121,12 +126,13 @@ extension InstallRecord {
               let lastUsedAt = required("lastUsedAt").flatMap(RecordCoding.parse),
               case .number(let size)? = fields["sizeBytes"], let sizeBytes = Int64(exactly: size),
               let versionTag = optional("versionTag"), let signatureDetail = optional("signatureDetail"),
-              let keyId = optional("keyId"), let projectId = optional("projectId") else { return nil }
+              let keyId = optional("keyId"), let projectId = optional("projectId"), let fileList = optional("fileList") else { return nil }
         self.init(
             id: id, versionId: versionId, versionTag: versionTag, path: path, source: source, signature: signature,
             signatureDetail: signatureDetail, keyId: keyId, sha256: sha256, sizeBytes: sizeBytes,
             installedAt: installedAt, lastUsedAt: lastUsedAt, platform: platform, projectId: projectId
         )
+        fileListDigest = fileList
     }
 }
 
@@ -135,6 +141,16 @@ extension InstallRecord {
 /// Dates are formatted and parsed by hand: the ICU-backed formatters cost milliseconds to set up, which
 /// the warm path of `load` cannot afford.
 public enum RecordCoding {
+    /// The `userInfo` key that makes an encoder write what only `record.json` holds.
+    package static let storageKey = CodingUserInfoKey(rawValue: "miniapp.storage")!
+
+    /// The encoder for `record.json`.
+    package static func storageEncoder() -> JSONEncoder {
+        let encoder = encoder(pretty: true)
+        encoder.userInfo[storageKey] = true
+        return encoder
+    }
+
     /// An encoder for records and the CLI's JSON documents.
     public static func encoder(pretty: Bool = false) -> JSONEncoder {
         let encoder = JSONEncoder()

@@ -14,9 +14,10 @@ public enum PermissionName {
         KnownPermission(name: name)?.rawValue ?? name
     }
 
-    /// Whether `name` can be stored: 1 to 200 printable characters without spaces.
+    /// Whether `name` can be stored: 1 to 200 printable characters without spaces (no C0 or C1 control
+    /// character, no DEL).
     public static func isValid(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 200 && name.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7F }
+        !name.isEmpty && name.utf8.count <= 200 && name.unicodeScalars.allSatisfy { $0.value > 0x20 && !(0x7F...0x9F).contains($0.value) }
     }
 }
 

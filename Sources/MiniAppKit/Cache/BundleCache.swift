@@ -191,8 +191,50 @@ public struct BundleCache: Sendable {
         guard let bytes = FileReading.contents(directory + "/files.list", followingLinks: false), let list = FileListIndex(bytes) else {
             return IntegrityReport(problems: ["the install-time file list is missing or unreadable"])
         }
+        // The list must be the one written at install, whole: a list that leaves files out would let
+        // them change unseen.
+        if let digest = record.fileListDigest {
+            guard SHA256Digest.hash(bytes).hexString == digest else {
+                return IntegrityReport(problems: ["the install-time file list was changed or cut short"])
+            }
+        } else {
+            let listed = list.files.reduce(Int64(0)) { $0.addingReportingOverflow($1.size).partialValue }
+            guard listed == record.sizeBytes, list.files.contains(where: { list.bytes[$0.path].elementsEqual("index.html".utf8) }) else {
+                return IntegrityReport(problems: ["the install-time file list does not cover every file"])
+            }
+        }
         let inspector = BundleInspector(root: directory + "/bundle")
         return thorough ? inspector.thoroughCheck(BundleFileList(list).files) : inspector.quickCheck(list)
+    }
+
+    /// One version's thorough check.
+    public struct VersionCheck: Sendable {
+        public var record: InstallRecord
+        public var report: IntegrityReport
+    }
+
+    /// Checks every cached version (of `appId`, or of every app) thoroughly, on ``threadPool``. Each is
+    /// checked holding its version lock, waiting up to ``lockTimeout``, so that another process's
+    /// reinstall or removal is never taken for damage; a version removed meanwhile is left out. A cache
+    /// this process cannot write (no lock file can be made) is checked as it is.
+    public func verify(appId: String? = nil) async throws -> [VersionCheck] {
+        let candidates = try await pool.run { records(appId: appId) }
+        var checks: [VersionCheck] = []
+        for candidate in candidates {
+            var lock: FileLock?
+            do {
+                lock = try await self.lock(appId: candidate.id, versionId: candidate.versionId)
+            } catch CacheError.io {
+                lock = nil
+            }
+            let checked = try await pool.run { () -> VersionCheck? in
+                guard let current = record(appId: candidate.id, versionId: candidate.versionId) else { return nil }
+                return VersionCheck(record: current, report: check(current, thorough: true))
+            }
+            withExtendedLifetime(lock) {}
+            if let checked { checks.append(checked) }
+        }
+        return checks
     }
 
     /// The manifest.json of a cached version, localised for `language`: the metadata in force for it.
@@ -232,6 +274,8 @@ public struct BundleCache: Sendable {
     /// writes its record last, after one file-system sync. The caller holds the version's lock; the stage
     /// sits in the install's scratch folder.
     func commit(stage: String, record: InstallRecord) throws(CacheError) -> InstallRecord {
+        var record = record
+        if let list = FileReading.contents(stage + "/files.list", followingLinks: false) { record.fileListDigest = SHA256Digest.hash(list).hexString }
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
         try Durability.syncFileSystem(containing: stage)
         let parent = (directory as NSString).deletingLastPathComponent
@@ -257,7 +301,7 @@ public struct BundleCache: Sendable {
         var committed = record
         committed.path = directory + "/bundle"
         do {
-            try Durability.writeAtomically(try RecordCoding.encoder(pretty: true).encode(committed), to: directory + "/record.json", durable: true)
+            try Durability.writeAtomically(try RecordCoding.storageEncoder().encode(committed), to: directory + "/record.json", durable: true)
         } catch let error as CacheError {
             throw undo(error)
         } catch {
@@ -354,10 +398,17 @@ public struct BundleCache: Sendable {
         }
         if let maxBytes {
             let remaining = all.filter { kept in !doomed.contains { $0.id == kept.id && $0.versionId == kept.versionId } }
-            var total = remaining.reduce(Int64(0)) { $0 + $1.sizeBytes }
-            for candidate in remaining.sorted(by: { $0.lastUsedAt < $1.lastUsedAt }) where total > maxBytes && !isProtected(candidate) {
+            // Records are untrusted input: sizes are summed saturating, never trapping.
+            func total(_ records: [InstallRecord]) -> Int64 {
+                records.reduce(Int64(0)) { sum, record in
+                    let (next, overflow) = sum.addingReportingOverflow(max(record.sizeBytes, 0))
+                    return overflow ? .max : next
+                }
+            }
+            var kept = remaining
+            for candidate in remaining.sorted(by: { $0.lastUsedAt < $1.lastUsedAt }) where total(kept) > maxBytes && !isProtected(candidate) {
                 doomed.append(candidate)
-                total -= candidate.sizeBytes
+                kept.removeAll { $0.id == candidate.id && $0.versionId == candidate.versionId }
             }
         }
         var removed: [InstallRecord] = []

@@ -44,14 +44,16 @@ final class BundleDownloader: Sendable {
         try? await connections.shutdown()
     }
 
-    /// Downloads `url` into a new file at `path`, with no authentication headers.
-    func download(_ url: URL, to path: String, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> DownloadedFile {
+    /// Downloads `url` into a new file at `path`, with no authentication headers, refusing more than
+    /// `limit` bytes (at most the downloader's own limit).
+    func download(_ url: URL, to path: String, limit: Int64? = nil, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> DownloadedFile {
         let sink = try DownloadSink(path: path)
+        let maxBytes = min(limit ?? self.maxBytes, self.maxBytes)
         do {
             if url.isFileURL {
-                try await copy(url, into: sink, progress: progress)
+                try await copy(url, into: sink, maxBytes: maxBytes, progress: progress)
             } else {
-                try await transfer(url, into: sink, progress: progress)
+                try await transfer(url, into: sink, maxBytes: maxBytes, progress: progress)
             }
         } catch {
             await sink.close()
@@ -62,7 +64,7 @@ final class BundleDownloader: Sendable {
 
     /// Fetches `url` into `sink`, retrying and resuming as the policy allows; returns once the sink
     /// has every byte.
-    private func transfer(_ url: URL, into sink: DownloadSink, progress: (@Sendable (DownloadProgress) -> Void)?) async throws {
+    private func transfer(_ url: URL, into sink: DownloadSink, maxBytes: Int64, progress: (@Sendable (DownloadProgress) -> Void)?) async throws {
         let policy = network.retry
         let clock = ContinuousClock()
         let deadline = clock.now + policy.totalBudget
@@ -109,7 +111,7 @@ final class BundleDownloader: Sendable {
                         break
                     }
                     total = range.total
-                    guard let early = try await receive(response, into: sink, total: total, url: text, attempt: attempt, progress: progress) else {
+                    guard let early = try await receive(response, into: sink, total: total, url: text, attempt: attempt, maxBytes: maxBytes, progress: progress) else {
                         return
                     }
                     failure = early
@@ -118,7 +120,7 @@ final class BundleDownloader: Sendable {
                     total = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
                     if let total, total > maxBytes { throw DownloadError.tooLarge(url: text, limitBytes: maxBytes) }
                     validator = Self.validator(response.headers)
-                    guard let early = try await receive(response, into: sink, total: total, url: text, attempt: attempt, progress: progress) else {
+                    guard let early = try await receive(response, into: sink, total: total, url: text, attempt: attempt, maxBytes: maxBytes, progress: progress) else {
                         return
                     }
                     failure = early
@@ -164,7 +166,7 @@ final class BundleDownloader: Sendable {
     /// Streams a response body into the sink; returns `nil` when it is complete, or the failure to
     /// retry with when it ended early.
     private func receive(
-        _ response: HTTPClientResponse, into sink: DownloadSink, total: Int64?, url: String, attempt: Int,
+        _ response: HTTPClientResponse, into sink: DownloadSink, total: Int64?, url: String, attempt: Int, maxBytes: Int64,
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) async throws -> DownloadError? {
         do {
@@ -190,7 +192,7 @@ final class BundleDownloader: Sendable {
     }
 
     /// Copies a registry's local zip into the sink, hashing it on the way, as a download would.
-    private func copy(_ url: URL, into sink: DownloadSink, progress: (@Sendable (DownloadProgress) -> Void)?) async throws {
+    private func copy(_ url: URL, into sink: DownloadSink, maxBytes: Int64, progress: (@Sendable (DownloadProgress) -> Void)?) async throws {
         let source = open(url.path, O_RDONLY | O_CLOEXEC)
         guard source >= 0 else {
             if errno == ENOENT { throw DownloadError.notFound(url: url.absoluteString) }

@@ -424,9 +424,12 @@ public final class BundleInstaller: Sendable {
 
     /// The old platforms' one-URL-per-file manifests: each file lands at its path after `ver-<id>/`.
     private func downloadFiles(_ urls: [URL], versionId: String, into stage: String, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> (DownloadedFile, [BundleFile]) {
+        // Files that arrive one by one obey the extraction limits and rules of a zip's entries.
+        let limits = configuration.extraction
         let bundle = stage + "/bundle"
         guard mkdir(bundle, 0o755) == 0 else { throw CacheError.system(bundle) }
         var files: [BundleFile] = []
+        var seen: [String: Bool] = [:]  // path -> isDirectory
         let combined = SHA256Digest()
         var total: Int64 = 0
         for url in urls {
@@ -439,16 +442,34 @@ public final class BundleInstaller: Sendable {
             let components = try ArchivePath.components(of: relative)
             guard !components.isEmpty else { throw ArchiveError.unsafePath(entry: relative, reason: "names no file") }
             var directory = bundle
+            var path = ""
             for component in components.dropLast() {
+                path += (path.isEmpty ? "" : "/") + component
                 directory += "/" + component
-                if mkdir(directory, 0o755) != 0 && errno != EEXIST { throw CacheError.system(directory) }
+                switch seen[path] {
+                case true?: continue
+                case false?: throw ArchiveError.duplicateEntry(entry: relative)
+                case nil:
+                    seen[path] = true
+                    guard seen.count <= limits.maxEntries else { throw ArchiveError.tooManyEntries(limit: limits.maxEntries) }
+                    if mkdir(directory, 0o755) != 0 { throw CacheError.system(directory) }
+                }
             }
+            let filePath = components.joined(separator: "/")
+            guard seen[filePath] == nil else { throw ArchiveError.duplicateEntry(entry: relative) }
+            seen[filePath] = false
+            guard seen.count <= limits.maxEntries else { throw ArchiveError.tooManyEntries(limit: limits.maxEntries) }
             let target = directory + "/" + components.last!
-            let file = try await downloader.download(url, to: target, progress: progress)
+            let file: DownloadedFile
+            do {
+                file = try await downloader.download(url, to: target, limit: limits.maxUnpackedBytes - total, progress: progress)
+            } catch DownloadError.tooLarge(_, let limit) where limit < configuration.maxDownloadBytes {
+                throw ArchiveError.tooLarge(limitBytes: limits.maxUnpackedBytes)
+            }
             chmod(target, 0o644)
             var info = stat()
             stat(target, &info)
-            files.append(BundleFile(path: components.joined(separator: "/"), size: file.size, sha256: file.sha256.hexString,
+            files.append(BundleFile(path: filePath, size: file.size, sha256: file.sha256.hexString,
                                     changedAt: FileTimestamp(info.st_ctim)))
             combined.update(file.sha256)
             total += file.size
