@@ -303,4 +303,19 @@ import Testing
         let error = #expect(throws: ArchiveError.self) { try extract(RawZip([.file("index.html"), entry]).bytes) }
         #expect(error == .inconsistentEntry(entry: "app.js", reason: "has a local header that names it 'evil.js'"))
     }
+
+    @Test func endRecordsWithOffsetsPastTheEndAreRefusedNotTrapped() throws {
+        let zip = RawZip([.file("index.html", "<html>")]).bytes
+        let end = zip.count - 22
+        func le32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8((value >> (8 * $0)) & 0xFF) } }
+        func le64(_ value: UInt64) -> [UInt8] { (0..<8).map { UInt8((value >> (8 * UInt64($0))) & 0xFF) } }
+        for offset: UInt64 in [.max, .max - 40, UInt64(zip.count) * 2] {
+            // A zip64 locator before the end record, pointing far away.
+            let hostile = Array(zip[..<end]) + le32(0x0706_4B50) + le32(0) + le64(offset) + le32(1) + Array(zip[end...])
+            #expect(throws: ArchiveError.self) { try extract(hostile) }
+        }
+        var huge = ExtractionLimits()
+        huge.maxEntries = .max
+        #expect(try extract(zip, limits: huge).0.files.map(\.path) == ["index.html"])
+    }
 }

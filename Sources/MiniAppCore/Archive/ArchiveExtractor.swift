@@ -120,7 +120,8 @@ private struct ExtractionPlan {
     /// libarchive's entries, which come in local-header order, must match it one for one.
     package static func scan(_ archivePath: String, limits: ExtractionLimits) throws(ArchiveError) -> ExtractionPlan {
         // Dropped entries (Finder's) do not count against maxEntries; this bounds them all the same.
-        let directory = try ZipDirectory.read(archivePath, maxEntries: limits.maxEntries.multipliedReportingOverflow(by: 4).partialValue + 1024)
+        let cap = limits.maxEntries > (Int.max - 1024) / 4 ? Int.max : max(limits.maxEntries, 0) * 4 + 1024
+        let directory = try ZipDirectory.read(archivePath, maxEntries: cap)
         let reader = try ArchiveReader(archivePath, blockSize: 4 * 1024)
         var plan = ExtractionPlan()
         var ordinal = 0

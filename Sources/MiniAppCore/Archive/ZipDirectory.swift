@@ -218,8 +218,8 @@ private struct EndRecord {
             if locator.uint32() == 0x0706_4B50 {
                 locator.skip(4)
                 let recorded = locator.uint64()
-                let expected = recordOffset - 20 >= 56 ? recordOffset - 20 - 56 : recordOffset
-                for where64 in [recorded, expected] where where64 + 56 <= recordOffset - 20 {
+                let locatorOffset = recordOffset - 20
+                for where64 in [recorded, locatorOffset &- 56] where locatorOffset >= 56 && where64 <= locatorOffset - 56 {
                     var record = ByteReader(try file.bytes(at: where64, count: 56), at: 0)
                     guard record.uint32() == 0x0606_4B50 else { continue }
                     record.skip(36)
