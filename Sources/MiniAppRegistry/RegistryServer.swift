@@ -19,29 +19,40 @@ public struct RegistryServer: Sendable {
     public var projectId: String?
     /// The key every JSON request must carry as `apiKey: ras-<key>`; none when `nil`.
     public var subscriptionKey: String?
-    /// Called with one line per request (method, path, status, time), for a request log.
+    /// Called with one line per request (method, path, status, bytes, time), for a request log; the
+    /// subscription key never appears in it.
     public var requestLog: (@Sendable (String) -> Void)?
+    /// The base URL clients reach the server at (behind a proxy or CDN), for the zip URLs of file
+    /// manifests. Without one, they are built from the request's `Host` header when it is a valid
+    /// `host[:port]`, else from the address the server listens on.
+    public var publicURL: URL?
 
     /// A server for `registry` on `host:port` (port 0 picks a free one).
-    public init(registry: Registry, host: String = "127.0.0.1", port: Int = 0, projectId: String? = nil, subscriptionKey: String? = nil, requestLog: (@Sendable (String) -> Void)? = nil) {
+    public init(
+        registry: Registry, host: String = "127.0.0.1", port: Int = 0, projectId: String? = nil, subscriptionKey: String? = nil,
+        publicURL: URL? = nil, requestLog: (@Sendable (String) -> Void)? = nil
+    ) {
         self.registry = registry
         self.host = host
         self.port = port
         self.projectId = projectId
         self.subscriptionKey = subscriptionKey.flatMap { $0.isEmpty ? nil : $0 }
+        self.publicURL = publicURL
         self.requestLog = requestLog
     }
 
     /// Serves until SIGINT or SIGTERM (or cancellation), calling `onListening` with the base URL once bound.
     public func run(onListening: @escaping @Sendable (URL) async -> Void = { _ in }) async throws {
         guard registry.exists else { throw RegistryError.notARegistry(path: registry.root, reason: "it has no \(Registry.marker)") }
-        let responder = RegistryResponder(server: self, files: FileIO(), listings: ListingCache())
+        let bound = NIOLockedValueBox(port)
+        let responder = RegistryResponder(server: self, files: FileIO(), listings: ListingCache(), boundPort: bound)
         let host = self.host
         let application = Application(
             responder: responder,
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "\(PackageInfo.name)/\(PackageInfo.version)"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
+                bound.withLockedValue { $0 = port }
                 let shown = host.contains(":") ? "[\(host)]" : host
                 await onListening(URL(string: "http://\(shown):\(port)/")!)
             },
@@ -57,21 +68,25 @@ struct RegistryResponder: HTTPResponder {
     let server: RegistryServer
     let files: FileIO
     let listings: ListingCache
+    /// The port the server listens on (known once bound, for `--port 0`).
+    let boundPort: NIOLockedValueBox<Int>
 
     var registry: Registry { server.registry }
 
     func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
         let start = ContinuousClock.now
-        let response: Response
+        var response: Response
         do {
             response = try await route(request, context: context)
         } catch {
-            response = Self.error(.internalServerError, "the registry could not answer: \(error)")
+            response = Self.error(.internalServerError, "the registry could not answer")
         }
+        response.headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
         if let log = server.requestLog {
             let elapsed = ContinuousClock.now - start
             let milliseconds = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
-            log("\(request.method) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", milliseconds))ms")
+            let bytes = request.method == .head ? "0" : (response.headers[.contentLength] ?? "-")
+            log("\(request.method) \(request.uri.path) \(response.status.code) \(bytes)B \(String(format: "%.1f", milliseconds))ms")
         }
         return response
     }
@@ -118,7 +133,11 @@ struct RegistryResponder: HTTPResponder {
     private func list(preview: Bool, request: Request) -> Response {
         guard let appId = request.uri.queryParameters["miniAppId"].map(String.init) else {
             let body = listings.body(preview: preview, stamp: registry.generation) {
-                Self.encode(registry.listing(preview: preview))
+                // The id of an app is its folder's name: a record naming another is left out, and said.
+                for planted in registry.plantedApps() {
+                    server.requestLog?("skipped apps/\(planted.folder)/app.json: it names app '\(Sanitizer.printable(planted.names, limit: 80))', not its folder's name")
+                }
+                return Self.encode(registry.listing(preview: preview))
             }
             return Self.json(.ok, body: body)
         }
@@ -134,8 +153,7 @@ struct RegistryResponder: HTTPResponder {
         }
         switch endpoint {
         case "manifest":
-            let base = request.head.authority.map { "http://\($0)/" } ?? "http://\(server.host):\(server.port)/"
-            let url = base + "files/min-\(appId)/ver-\(versionId)/bundle.zip"
+            let url = baseURL(for: request) + "files/min-\(appId)/ver-\(versionId)/bundle.zip"
             var response = Self.json(.ok, ManifestDocument(manifest: [url], publicKeyId: version.publicKeyId))
             response.headers[HTTPField.Name("Signature")!] = version.signature
             return response
@@ -151,6 +169,50 @@ struct RegistryResponder: HTTPResponder {
         }
     }
 
+    /// The base of absolute URLs: the configured public URL, else the request's `Host` when it is a
+    /// valid `host[:port]`, else the address the server listens on.
+    private func baseURL(for request: Request) -> String {
+        if let publicURL = server.publicURL {
+            let text = publicURL.absoluteString
+            return text.hasSuffix("/") ? text : text + "/"
+        }
+        if let authority = request.head.authority, Self.isValidAuthority(authority) { return "http://\(authority)/" }
+        let host = server.host.contains(":") ? "[\(server.host)]" : server.host
+        return "http://\(host):\(boundPort.withLockedValue { $0 })/"
+    }
+
+    /// Whether `authority` is a host name, an IPv4 address or a bracketed IPv6 address, with an
+    /// optional port: nothing else (no user info, path, query or spaces) may go into a URL.
+    static func isValidAuthority(_ authority: String) -> Bool {
+        var host = Substring(authority)
+        var port: Substring?
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            let inside = host[host.index(after: host.startIndex)..<close]
+            guard !inside.isEmpty, inside.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { return false }
+            let after = host[host.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { return false }
+                port = after.dropFirst()
+            }
+            host = inside
+        } else {
+            if let colon = host.lastIndex(of: ":") {
+                port = host[host.index(after: colon)...]
+                host = host[..<colon]
+            }
+            let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+            guard !host.isEmpty, host.utf8.count <= 253, labels.allSatisfy({ label in
+                !label.isEmpty && label.utf8.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
+                    && label.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "-" }
+            }) else { return false }
+        }
+        if let port {
+            guard !port.isEmpty, port.count <= 5, port.allSatisfy(\.isASCII), let number = Int(port), (1...65535).contains(number) else { return false }
+        }
+        return true
+    }
+
     private func previewCode(_ token: String) -> Response {
         guard let code = registry.previewCode(token), let app = registry.app(code.appId),
               let version = registry.version(appId: code.appId, versionId: code.versionId) else {
@@ -163,41 +225,75 @@ struct RegistryResponder: HTTPResponder {
     private func zip(appId: String, versionId: String, request: Request, context: BasicRequestContext) async throws -> Response {
         guard let version = registry.version(appId: appId, versionId: versionId) else { return Self.error(.notFound, "no such bundle") }
         let path = registry.bundlePath(appId: appId, versionId: versionId)
+        // Only the registry's own regular files, never through a link: checked on the path, then on the
+        // opened descriptor (a folder or a pipe in its place is not a zip either).
+        guard registry.regularFile(path) else { return Self.error(.notFound, "no such bundle") }
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return Self.error(.notFound, "no such bundle") }
         var info = stat()
-        guard stat(path, &info) == 0 else { return Self.error(.notFound, "no such bundle") }
+        let opened = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+        close(descriptor)
+        guard opened else { return Self.error(.notFound, "no such bundle") }
         let size = Int(info.st_size)
         let etag = "\"\(version.sha256)\""
-        var headers: HTTPFields = [.contentType: "application/zip", .acceptRanges: "bytes", .eTag: etag]
-        var range = 0...(size - 1)
+        // A version's zip never changes: its URL names the version, and its ETag is its SHA-256.
+        var headers: HTTPFields = [
+            .contentType: "application/zip", .acceptRanges: "bytes", .eTag: etag,
+            .cacheControl: "public, max-age=31536000, immutable",
+        ]
+        var range: Range<Int> = 0..<size
         var status = HTTPResponse.Status.ok
         if let requested = request.headers[.range], request.headers[.ifRange].map({ $0 == etag }) ?? true {
-            guard let parsed = Self.parseRange(requested, size: size) else {
+            switch Self.parseRange(requested, size: size) {
+            case .ignored:
+                break
+            case .unsatisfiable:
                 headers[.contentRange] = "bytes */\(size)"
+                headers[.contentLength] = "0"
                 return Response(status: .rangeNotSatisfiable, headers: headers)
+            case .range(let requestedRange):
+                range = requestedRange
+                status = .partialContent
+                headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"
             }
-            range = parsed
-            status = .partialContent
-            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
         }
-        headers[.contentLength] = "\(size == 0 ? 0 : range.count)"
-        if request.method == .head || size == 0 { return Response(status: status, headers: headers) }
-        let body = try await files.loadFile(path: path, range: range, context: context)
+        headers[.contentLength] = "\(range.count)"
+        if request.method == .head || range.isEmpty { return Response(status: status, headers: headers) }
+        let body = try await files.loadFile(path: path, range: range.lowerBound...(range.upperBound - 1), context: context)
         return Response(status: status, headers: headers, body: body)
     }
 
+    /// What a `Range` header asks of a file of `size` bytes (RFC 9110, 14.2).
+    enum RangeRequest: Equatable {
+        /// Not a single byte range this server answers (another unit, several ranges, bad syntax):
+        /// the whole file is sent, as the RFC allows.
+        case ignored
+        /// A byte range that starts past the end.
+        case unsatisfiable
+        case range(Range<Int>)
+    }
+
     /// `bytes=a-b`, `bytes=a-` or `bytes=-n` within a file of `size` bytes.
-    static func parseRange(_ value: String, size: Int) -> ClosedRange<Int>? {
-        guard value.hasPrefix("bytes="), !value.contains(","), size > 0 else { return nil }
-        let parts = value.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2 else { return nil }
+    static func parseRange(_ value: String, size: Int) -> RangeRequest {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes=") else { return .ignored }
+        let spec = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        guard !spec.contains(",") else { return .ignored }
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return .ignored }
         if parts[0].isEmpty {
-            guard let suffix = Int(parts[1]), suffix > 0 else { return nil }
-            return max(size - suffix, 0)...(size - 1)
+            guard let suffix = Int(parts[1]), suffix >= 0 else { return .ignored }
+            guard suffix > 0, size > 0 else { return .unsatisfiable }
+            return .range(max(size - suffix, 0)..<size)
         }
-        guard let start = Int(parts[0]), start < size else { return nil }
-        let end = parts[1].isEmpty ? size - 1 : min(Int(parts[1]) ?? -1, size - 1)
-        guard end >= start else { return nil }
-        return start...end
+        guard let start = Int(parts[0]), start >= 0 else { return .ignored }
+        var end = size - 1
+        if !parts[1].isEmpty {
+            guard let last = Int(parts[1]), last >= start else { return .ignored }
+            end = min(last, size - 1)
+        }
+        guard start < size else { return .unsatisfiable }
+        return .range(start..<(end + 1))
     }
 
     static func bare(_ key: String) -> String {
@@ -208,8 +304,13 @@ struct RegistryResponder: HTTPResponder {
         json(status, body: encode(value))
     }
 
+    /// A JSON answer: never cached without asking again (the registry changes as versions are
+    /// published), with an ETag of its bytes.
     static func json(_ status: HTTPResponse.Status, body: ByteBuffer) -> Response {
-        Response(status: status, headers: [.contentType: "application/json", .contentLength: "\(body.readableBytes)"], body: .init(byteBuffer: body))
+        let digest = SHA256Digest.hash(Array(body.readableBytesView)).hexString.prefix(32)
+        return Response(status: status, headers: [
+            .contentType: "application/json", .contentLength: "\(body.readableBytes)", .cacheControl: "no-cache", .eTag: "\"\(digest)\"",
+        ], body: .init(byteBuffer: body))
     }
 
     static func encode<T: Encodable>(_ value: T) -> ByteBuffer {

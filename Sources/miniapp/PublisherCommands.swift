@@ -220,11 +220,25 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("subscription-key"), help: "Require 'apiKey: ras-<key>' on every JSON endpoint.")
     var subscriptionKey: String?
 
+    @Option(name: .customLong("public-url"), help: "The base URL clients reach the server at (behind a proxy or CDN), for the zip URLs it hands out (default: the request's Host when valid, else the listening address).")
+    var publicURL: String?
+
     @Flag(name: .shortAndLong, help: "No request log.")
     var quiet = false
 
+    /// `--public-url` as a URL: http or https, with a host, and no query, fragment or user info.
+    var parsedPublicURL: URL? {
+        guard let publicURL, let components = URLComponents(string: publicURL), ["http", "https"].contains(components.scheme?.lowercased() ?? ""),
+              let host = components.host, !host.isEmpty, components.query == nil, components.fragment == nil,
+              components.user == nil, components.password == nil else { return nil }
+        return components.url
+    }
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
+        if publicURL != nil, parsedPublicURL == nil {
+            throw ValidationError("--public-url must be an http:// or https:// URL with a host and no query, such as https://apps.example.com/")
+        }
         if let projectId, !Identifier.isValid(projectId) { throw ValidationError("invalid --project-id '\(projectId)'") }
     }
 
@@ -235,7 +249,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let server = RegistryServer(
             registry: Registry(root: KeyFiles.absolute(registry)), host: host, port: port,
-            projectId: projectId, subscriptionKey: subscriptionKey, requestLog: log
+            projectId: projectId, subscriptionKey: subscriptionKey, publicURL: parsedPublicURL, requestLog: log
         )
         try await server.run { (url: URL) async in
             Console.output("listening on \(url.absoluteString)")

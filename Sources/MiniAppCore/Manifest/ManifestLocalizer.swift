@@ -23,8 +23,9 @@ public struct ManifestLocalizer: Sendable {
         if language != "default" { codes.append("default") }
         tables = codes.compactMap { code in
             guard ManifestLocalizer.isValidLanguage(code),
-                  let data = FileManager.default.contents(atPath: "\(bundleDirectory)/_locale/\(code)/manifest.json"),
-                  let table = try? JSONDecoder().decode([String: String].self, from: data) else { return nil }
+                  // A locale table is the bundle's own file: a symbolic link in its place is not read.
+                  let bytes = FileReading.contents("\(bundleDirectory)/_locale/\(code)/manifest.json", followingLinks: false),
+                  let table = try? JSONDecoder().decode([String: String].self, from: Data(bytes)) else { return nil }
             return table
         }
     }

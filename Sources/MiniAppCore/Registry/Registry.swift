@@ -43,10 +43,20 @@ public struct Registry: Sendable {
         FileReading.children(of: root + "/apps").filter { Identifier.isValid($0) && FileManager.default.fileExists(atPath: appDirectory($0) + "/app.json") }.sorted()
     }
 
-    /// An app's entry.
+    /// An app's entry. The app's id is its folder's name: an `app.json` naming another id is not an
+    /// app (``plantedApps()`` lists them).
     public func app(_ appId: String) -> RegistryApp? {
-        guard Identifier.isValid(appId) else { return nil }
-        return Self.read(RegistryApp.self, at: appDirectory(appId) + "/app.json")
+        guard Identifier.isValid(appId), let app = read(RegistryApp.self, at: appDirectory(appId) + "/app.json"), app.id == appId else { return nil }
+        return app
+    }
+
+    /// The app folders whose `app.json` names another id (a planted or hand-edited record), with the
+    /// id it names.
+    public func plantedApps() -> [(folder: String, names: String)] {
+        appIds().compactMap { folder in
+            guard let app = read(RegistryApp.self, at: appDirectory(folder) + "/app.json"), app.id != folder else { return nil }
+            return (folder, app.id)
+        }
     }
 
     /// An app's versions that `preview` mode sees, newest first.
@@ -62,7 +72,7 @@ public struct Registry: Sendable {
     /// One version's entry, whatever its visibility.
     public func version(appId: String, versionId: String) -> RegistryVersion? {
         guard Identifier.isValid(appId), Identifier.isValid(versionId) else { return nil }
-        guard let entry = Self.read(RegistryVersion.self, at: versionDirectory(appId, versionId) + "/version.json"), entry.versionId == versionId else { return nil }
+        guard let entry = read(RegistryVersion.self, at: versionDirectory(appId, versionId) + "/version.json"), entry.versionId == versionId else { return nil }
         return entry
     }
 
@@ -86,6 +96,7 @@ public struct Registry: Sendable {
     /// The bundle's manifest.json of a version, localised for `language`.
     public func metadata(appId: String, versionId: String, language: String) throws -> BundleManifest {
         let directory = versionDirectory(appId, versionId)
+        guard regularFile(directory + "/manifest.json") else { throw RegistryError.invalidBundle(reason: "its manifest.json is not a regular file of the registry") }
         let manifest = try BundleManifest.read(bundleDirectory: directory)
         return ManifestLocalizer(bundleDirectory: directory, language: language).localize(manifest)
     }
@@ -93,17 +104,32 @@ public struct Registry: Sendable {
     /// The public key `id`.
     public func key(_ id: String) -> PublicKeyRecord? {
         guard Identifier.isValid(id) else { return nil }
-        return Self.read(PublicKeyRecord.self, at: root + "/keys/" + id + ".json")
+        return read(PublicKeyRecord.self, at: root + "/keys/" + id + ".json")
     }
 
     /// What a preview token points at.
     public func previewCode(_ token: String) -> RegistryPreviewCode? {
         guard Identifier.isValid(token) else { return nil }
-        return Self.read(RegistryPreviewCode.self, at: root + "/preview-codes/" + token + ".json")
+        return read(RegistryPreviewCode.self, at: root + "/preview-codes/" + token + ".json")
     }
 
-    package static func read<T: Decodable>(_ type: T.Type, at path: String) -> T? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try? RecordCoding.decoder().decode(type, from: data)
+    /// Whether `path`, under the registry root, is a regular file reached through real folders: no
+    /// component below the root is a symbolic link. What a server hands out is only ever the
+    /// registry's own files.
+    public func regularFile(_ path: String) -> Bool {
+        guard path.hasPrefix(root + "/") else { return false }
+        var info = stat()
+        var current = root
+        for component in path.dropFirst(root.count + 1).split(separator: "/") {
+            current += "/" + component
+            guard lstat(current, &info) == 0, (info.st_mode & S_IFMT) != S_IFLNK else { return false }
+        }
+        return (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// A registry JSON file, read only when it is one of the registry's own regular files.
+    package func read<T: Decodable>(_ type: T.Type, at path: String) -> T? {
+        guard regularFile(path), let bytes = FileReading.contents(path, followingLinks: false) else { return nil }
+        return try? RecordCoding.decoder().decode(type, from: Data(bytes))
     }
 }
