@@ -1,10 +1,32 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import MiniAppCore
+import ServiceLifecycle
+
+/// The limits that keep a server on a public address answering: slow and stalled clients are cut off,
+/// and a stop is bounded.
+public struct ServerLimits: Sendable, Equatable {
+    /// How long a connection may go without a complete request head: a client has this long to send
+    /// its first request's header (a slowloris never gets further), and a keep-alive connection this
+    /// long between requests.
+    public var idleTimeout: Duration
+    /// The most connections open at once; more wait in the listen backlog.
+    public var maxConnections: Int
+    /// How long a graceful stop (SIGINT, SIGTERM) lets requests in flight finish before closing what
+    /// is left.
+    public var shutdownGrace: Duration
+
+    public init(idleTimeout: Duration = .seconds(10), maxConnections: Int = 1000, shutdownGrace: Duration = .seconds(5)) {
+        self.idleTimeout = idleTimeout
+        self.maxConnections = maxConnections
+        self.shutdownGrace = shutdownGrace
+    }
+}
 
 /// Serves a registry directory over the platform API of platform-api.md, with Hummingbird.
 ///
@@ -26,12 +48,15 @@ public struct RegistryServer: Sendable {
     /// manifests. Without one, they are built from the request's `Host` header when it is a valid
     /// `host[:port]`, else from the address the server listens on.
     public var publicURL: URL?
+    /// Timeouts, the connection limit and the graceful stop's bound.
+    public var limits: ServerLimits
 
     /// A server for `registry` on `host:port` (port 0 picks a free one).
     public init(
         registry: Registry, host: String = "127.0.0.1", port: Int = 0, projectId: String? = nil, subscriptionKey: String? = nil,
-        publicURL: URL? = nil, requestLog: (@Sendable (String) -> Void)? = nil
+        publicURL: URL? = nil, limits: ServerLimits = ServerLimits(), requestLog: (@Sendable (String) -> Void)? = nil
     ) {
+        self.limits = limits
         self.registry = registry
         self.host = host
         self.port = port
@@ -41,15 +66,22 @@ public struct RegistryServer: Sendable {
         self.requestLog = requestLog
     }
 
-    /// Serves until SIGINT or SIGTERM (or cancellation), calling `onListening` with the base URL once bound.
+    /// Serves until SIGINT or SIGTERM (or cancellation), calling `onListening` with the base URL once
+    /// bound. A signal stops accepting connections, lets requests in flight finish for
+    /// ``ServerLimits/shutdownGrace``, then closes what is left and returns.
     public func run(onListening: @escaping @Sendable (URL) async -> Void = { _ in }) async throws {
         guard registry.exists else { throw RegistryError.notARegistry(path: registry.root, reason: "it has no \(Registry.marker)") }
         let bound = NIOLockedValueBox(port)
         let responder = RegistryResponder(server: self, files: FileIO(), listings: ListingCache(), boundPort: bound)
         let host = self.host
+        let idle = TimeAmount.nanoseconds(Int64(limits.idleTimeout.components.seconds) * 1_000_000_000 + limits.idleTimeout.components.attoseconds / 1_000_000_000)
         let application = Application(
             responder: responder,
-            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "\(PackageInfo.name)/\(PackageInfo.version)"),
+            server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: idle)),
+            configuration: ApplicationConfiguration(
+                address: .hostname(host, port: port), serverName: "\(PackageInfo.name)/\(PackageInfo.version)",
+                availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections)
+            ),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 bound.withLockedValue { $0 = port }
@@ -58,7 +90,16 @@ public struct RegistryServer: Sendable {
             },
             logger: Logger(label: "miniapp.serve", factory: { _ in SwiftLogNoOpLogHandler() })
         )
-        try await application.runService()
+        let logger = Logger(label: "miniapp.serve", factory: { _ in SwiftLogNoOpLogHandler() })
+        var configuration = ServiceGroupConfiguration(services: [.init(service: application)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // A client stalling a download would hold a graceful stop forever: after the grace, what is
+        // left is cancelled (its connections closed), and a second later the group returns regardless.
+        configuration.maximumGracefulShutdownDuration = limits.shutdownGrace
+        configuration.maximumCancellationDuration = Duration.seconds(1)
+        do {
+            try await ServiceGroup(configuration: configuration).run()
+        } catch is CancellationError {
+        }
     }
 }
 

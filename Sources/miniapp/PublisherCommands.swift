@@ -223,6 +223,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("public-url"), help: "The base URL clients reach the server at (behind a proxy or CDN), for the zip URLs it hands out (default: the request's Host when valid, else the listening address).")
     var publicURL: String?
 
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a connection may go without a complete request header: the time to send one, and between keep-alive requests.")
+    var idleTimeout: Double = 10
+
+    @Option(name: .customLong("max-connections"), help: "The most connections open at once; more wait to be accepted.")
+    var maxConnections = 1000
+
+    @Option(name: .customLong("shutdown-grace"), help: "Seconds a graceful stop (SIGINT, SIGTERM) lets requests in flight finish before closing what is left.")
+    var shutdownGrace: Double = 5
+
     @Flag(name: .shortAndLong, help: "No request log.")
     var quiet = false
 
@@ -236,6 +245,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
+        guard idleTimeout > 0, idleTimeout <= 3600 else { throw ValidationError("--idle-timeout must be more than 0 and at most 3600 seconds") }
+        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be 1 or more") }
+        guard shutdownGrace >= 0, shutdownGrace <= 3600 else { throw ValidationError("--shutdown-grace must be from 0 to 3600 seconds") }
         if publicURL != nil, parsedPublicURL == nil {
             throw ValidationError("--public-url must be an http:// or https:// URL with a host and no query, such as https://apps.example.com/")
         }
@@ -249,7 +261,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let server = RegistryServer(
             registry: Registry(root: KeyFiles.absolute(registry)), host: host, port: port,
-            projectId: projectId, subscriptionKey: subscriptionKey, publicURL: parsedPublicURL, requestLog: log
+            projectId: projectId, subscriptionKey: subscriptionKey, publicURL: parsedPublicURL,
+            limits: ServerLimits(idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: maxConnections, shutdownGrace: .milliseconds(Int64(shutdownGrace * 1000))),
+            requestLog: log
         )
         try await server.run { (url: URL) async in
             Console.output("listening on \(url.absoluteString)")

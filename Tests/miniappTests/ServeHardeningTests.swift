@@ -3,22 +3,34 @@ import MiniAppCore
 import MiniAppTestSupport
 import Testing
 
+/// A TCP connection to 127.0.0.1:`port`, with a receive buffer of `receiveBuffer` bytes when given.
+func connectedSocket(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    if var size = receiveBuffer { setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else {
+        close(descriptor)
+        throw POSIXError(.ECONNREFUSED)
+    }
+    return descriptor
+}
+
 /// One HTTP/1.1 exchange over a plain socket, with exactly the request text given (headers a client
 /// library would rewrite, such as Host, included); the whole answer as text.
 func rawHTTP(port: Int, _ request: String) async throws -> String {
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0 else {
-                close(descriptor)
-                continuation.resume(throwing: POSIXError(.ECONNREFUSED))
+            let descriptor: Int32
+            do {
+                descriptor = try connectedSocket(port: port)
+            } catch {
+                continuation.resume(throwing: error)
                 return
             }
             var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -35,6 +47,13 @@ func rawHTTP(port: Int, _ request: String) async throws -> String {
             continuation.resume(returning: String(decoding: answer, as: UTF8.self))
         }
     }
+}
+
+/// A connection that sends `text` and then neither sends nor reads more; its descriptor.
+func stallingConnection(port: Int, _ text: String) throws -> Int32 {
+    let descriptor = try connectedSocket(port: port, receiveBuffer: 4096)
+    _ = text.withCString { send(descriptor, $0, strlen($0), 0) }
+    return descriptor
 }
 
 /// `miniapp serve` facing hostile clients and a registry with planted files (issue 14).
@@ -170,5 +189,49 @@ func rawHTTP(port: Int, _ request: String) async throws -> String {
         let lines = try String(contentsOf: log, encoding: .utf8)
         #expect(!lines.contains("s3cret"))
         #expect(lines.contains("GET /files/min-hello/ver-\(versionId)/bundle.zip 200 \(zip.2.count)B"), "\(lines)")
+    }
+
+    @Test func aClientThatNeverFinishesItsHeaderIsCutOff() async throws {
+        let (root, _, _) = try await registry()
+        let (process, base, _) = try await startServe(root, ["--idle-timeout", "1"])
+        defer { stop(process) }
+        let port = try #require(base.port)
+        // Half a request header, then nothing: the slowloris.
+        let descriptor = try stallingConnection(port: port, "GET /host/p/miniapps HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        defer { close(descriptor) }
+        let closed: Bool = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var timeout = timeval(tv_sec: 20, tv_usec: 0)
+                setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var byte: UInt8 = 0
+                // 0: the server closed it; -1 (EAGAIN): still open after 20 s.
+                continuation.resume(returning: recv(descriptor, &byte, 1, 0) >= 0)
+            }
+        }
+        #expect(closed, "the server kept a connection with half a header open")
+        #expect(try await fetch(base.appendingPathComponent("host/p/miniapps")).0 == 200)
+    }
+
+    @Test func aStopEndsWithinItsGraceWhileAClientStallsADownload() async throws {
+        #expect(try await CommandRunner.run(["keygen", "--out", work + "/k"]).status == 0)
+        let root = work + "/registry"
+        let folder = try BundleFactory.folder(BundleFactory.helloFiles.merging(["big.bin": noise(24 << 20, seed: 3)]) { $1 })
+        let published = try await CommandRunner.run(["publish", folder, "--registry", root, "--app-id", "hello", "--version-tag", "1.0.0", "--key", work + "/k.pem", "--json"])
+        let versionId = try #require((try published.json() as? [String: Any])?["versionId"] as? String)
+        let (process, base, _) = try await startServe(root, ["--shutdown-grace", "1"])
+        let port = try #require(base.port)
+        // A download whose client reads nothing: the server's writes stall.
+        let descriptor = try stallingConnection(port: port, "GET /files/min-hello/ver-\(versionId)/bundle.zip HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        defer { close(descriptor) }
+        try await Task.sleep(for: .milliseconds(500))
+        kill(process.processIdentifier, SIGTERM)
+        for _ in 0..<300 where process.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(!process.isRunning, "still running 30 s after SIGTERM")
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+        } else {
+            #expect(process.terminationStatus == 0)
+        }
+        process.waitUntilExit()
     }
 }
