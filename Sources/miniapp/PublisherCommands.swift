@@ -226,8 +226,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("idle-timeout"), help: "Seconds a connection may go without a complete request header: the time to send one, and between keep-alive requests.")
     var idleTimeout: Double = 10
 
-    @Option(name: .customLong("max-connections"), help: "The most connections open at once; more wait to be accepted.")
-    var maxConnections = 1000
+    @Option(name: .customLong("max-connections"), help: "The most connections open at once; more wait to be accepted (default: 1000, or fewer to stay 64 below the process's open-file limit).")
+    var maxConnections: Int?
+
+    /// `--max-connections`, or 1000 kept 64 below the open-file limit: the server never runs out of
+    /// descriptors for the files it serves.
+    var connectionLimit: Int {
+        if let maxConnections { return maxConnections }
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < 1_000_000_000 else { return 1000 }
+        return max(min(1000, Int(limit.rlim_cur) - 64), 1)
+    }
 
     @Option(name: .customLong("shutdown-grace"), help: "Seconds a graceful stop (SIGINT, SIGTERM) lets requests in flight finish before closing what is left.")
     var shutdownGrace: Double = 5
@@ -246,7 +255,7 @@ struct ServeCommand: AsyncParsableCommand {
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
         guard idleTimeout > 0, idleTimeout <= 3600 else { throw ValidationError("--idle-timeout must be more than 0 and at most 3600 seconds") }
-        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be 1 or more") }
+        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be 1 or more") }
         guard shutdownGrace >= 0, shutdownGrace <= 3600 else { throw ValidationError("--shutdown-grace must be from 0 to 3600 seconds") }
         if publicURL != nil, parsedPublicURL == nil {
             throw ValidationError("--public-url must be an http:// or https:// URL with a host and no query, such as https://apps.example.com/")
@@ -262,7 +271,7 @@ struct ServeCommand: AsyncParsableCommand {
         let server = RegistryServer(
             registry: Registry(root: KeyFiles.absolute(registry)), host: host, port: port,
             projectId: projectId, subscriptionKey: subscriptionKey, publicURL: parsedPublicURL,
-            limits: ServerLimits(idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: maxConnections, shutdownGrace: .milliseconds(Int64(shutdownGrace * 1000))),
+            limits: ServerLimits(idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: connectionLimit, shutdownGrace: .milliseconds(Int64(shutdownGrace * 1000))),
             requestLog: log
         )
         try await server.run { (url: URL) async in

@@ -234,4 +234,28 @@ func stallingConnection(port: Int, _ text: String) throws -> Int32 {
         }
         process.waitUntilExit()
     }
+
+    @Test func connectionsBeyondTheLimitWaitUntilOthersLeave() async throws {
+        let (root, _, _) = try await registry()
+        let (process, base, _) = try await startServe(root, ["--max-connections", "2", "--idle-timeout", "60"])
+        defer { stop(process) }
+        let port = try #require(base.port)
+        let holders = try (0..<2).map { _ in try stallingConnection(port: port, "GET /host/p/miniapps HTTP/1.1\r\nHost: 127.0.0.1\r\n") }
+        try await Task.sleep(for: .milliseconds(300))
+        let third = try stallingConnection(port: port, "GET /host/p/miniapps HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        defer { close(third) }
+        func receive(waiting seconds: Int) async -> Int {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+                    setsockopt(third, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    continuation.resume(returning: recv(third, &buffer, buffer.count, 0))
+                }
+            }
+        }
+        #expect(await receive(waiting: 2) < 0, "a third connection was served while two were open")
+        for holder in holders { close(holder) }
+        #expect(await receive(waiting: 20) > 0, "the third connection was not served once the others left")
+    }
 }
