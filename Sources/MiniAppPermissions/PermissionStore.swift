@@ -69,6 +69,7 @@ public final class PermissionStore: Sendable {
                 if try pool.read({ try Self.migrator.hasCompletedMigrations($0) }) {
                     database = pool
                     writable = Mutex(nil)
+                    for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
                     return
                 }
             } catch {
@@ -115,7 +116,9 @@ public final class PermissionStore: Sendable {
             let started = WorkerThreads.detach(name: "miniapp.store-open") {
                 continuation.resume(returning: Result { () throws(PermissionStoreError) in
                     do {
-                        return try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: false))
+                        let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: false))
+                        for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
+                        return pool
                     } catch {
                         throw Self.storeError(error, path: path)
                     }

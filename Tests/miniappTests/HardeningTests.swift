@@ -242,6 +242,11 @@ import Testing
                 let result = try await runCached(server, cache: cache, arguments, environment: environment)
                 #expect(result.status == (arguments.first == "load" ? 77 : 0), "\(arguments): \(result.stderr)")
             }
+            // Files the read-only and the later writing connections made are the owner's alone too.
+            for suffix in ["", "-wal", "-shm"] {
+                var info = stat()
+                if stat(cache + "/permissions.sqlite" + suffix, &info) == 0 { #expect(info.st_mode & 0o777 == 0o600, "permissions.sqlite\(suffix)") }
+            }
         }
     }
 
