@@ -20,11 +20,45 @@ public struct ServerLimits: Sendable, Equatable {
     /// How long a graceful stop (SIGINT, SIGTERM) lets requests in flight finish before closing what
     /// is left.
     public var shutdownGrace: Duration
+    /// How long a connection may take no bytes of an answer being sent (a client that stops reading a
+    /// download) before it is closed.
+    public var sendTimeout: Duration
 
-    public init(idleTimeout: Duration = .seconds(10), maxConnections: Int = 1000, shutdownGrace: Duration = .seconds(5)) {
+    public init(idleTimeout: Duration = .seconds(10), maxConnections: Int = 1000, shutdownGrace: Duration = .seconds(5), sendTimeout: Duration = .seconds(30)) {
         self.idleTimeout = idleTimeout
         self.maxConnections = maxConnections
         self.shutdownGrace = shutdownGrace
+        self.sendTimeout = sendTimeout
+    }
+}
+
+/// Closes a connection whose answer has not moved for a while: the socket stayed full (not writable)
+/// for the whole send timeout, because the client stopped reading.
+/// It only watches writability: every read passes through untouched (never unwrapped).
+final class SendTimeoutHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = Any
+
+    private let timeout: TimeAmount
+    private var scheduled: Scheduled<Void>?
+
+    init(timeout: TimeAmount) {
+        self.timeout = timeout
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            scheduled?.cancel()
+            scheduled = nil
+        } else if scheduled == nil {
+            let channel = context.channel
+            scheduled = context.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        scheduled?.cancel()
+        scheduled = nil
     }
 }
 
@@ -74,10 +108,13 @@ public struct RegistryServer: Sendable {
         let bound = NIOLockedValueBox(port)
         let responder = RegistryResponder(server: self, files: FileIO(), listings: ListingCache(), boundPort: bound)
         let host = self.host
-        let idle = TimeAmount.nanoseconds(Int64(limits.idleTimeout.components.seconds) * 1_000_000_000 + limits.idleTimeout.components.attoseconds / 1_000_000_000)
+        func amount(_ duration: Duration) -> TimeAmount {
+            .nanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        }
+        let send = amount(limits.sendTimeout)
         let application = Application(
             responder: responder,
-            server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: idle)),
+            server: .http1(configuration: HTTP1Channel.Configuration(additionalChannelHandlers: [SendTimeoutHandler(timeout: send)], idleTimeout: amount(limits.idleTimeout))),
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: port), serverName: "\(PackageInfo.name)/\(PackageInfo.version)",
                 availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections)

@@ -241,6 +241,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("shutdown-grace"), help: "Seconds a graceful stop (SIGINT, SIGTERM) lets requests in flight finish before closing what is left.")
     var shutdownGrace: Double = 5
 
+    @Option(name: .customLong("send-timeout"), help: "Seconds an answer may go without sending a byte (a client that stops reading) before its connection is closed.")
+    var sendTimeout: Double = 30
+
     @Flag(name: .shortAndLong, help: "No request log.")
     var quiet = false
 
@@ -257,6 +260,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard idleTimeout > 0, idleTimeout <= 3600 else { throw ValidationError("--idle-timeout must be more than 0 and at most 3600 seconds") }
         if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be 1 or more") }
         guard shutdownGrace >= 0, shutdownGrace <= 3600 else { throw ValidationError("--shutdown-grace must be from 0 to 3600 seconds") }
+        guard sendTimeout > 0, sendTimeout <= 3600 else { throw ValidationError("--send-timeout must be more than 0 and at most 3600 seconds") }
         if publicURL != nil, parsedPublicURL == nil {
             throw ValidationError("--public-url must be an http:// or https:// URL with a host and no query, such as https://apps.example.com/")
         }
@@ -271,7 +275,7 @@ struct ServeCommand: AsyncParsableCommand {
         let server = RegistryServer(
             registry: Registry(root: KeyFiles.absolute(registry)), host: host, port: port,
             projectId: projectId, subscriptionKey: subscriptionKey, publicURL: parsedPublicURL,
-            limits: ServerLimits(idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: connectionLimit, shutdownGrace: .milliseconds(Int64(shutdownGrace * 1000))),
+            limits: ServerLimits(idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: connectionLimit, shutdownGrace: .milliseconds(Int64(shutdownGrace * 1000)), sendTimeout: .milliseconds(Int64(sendTimeout * 1000))),
             requestLog: log
         )
         try await server.run { (url: URL) async in

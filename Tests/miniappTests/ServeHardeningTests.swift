@@ -56,15 +56,37 @@ func stallingConnection(port: Int, _ text: String) throws -> Int32 {
     return descriptor
 }
 
+/// Reads from `descriptor` off the cooperative pool, waiting at most `seconds` for each read: the
+/// first read's result (`all` false: bytes, 0 when closed, -1 when nothing came), or the bytes read
+/// until the connection ended or went quiet (`all` true).
+func receive(_ descriptor: Int32, waiting seconds: Int, all: Bool = false) async -> Int {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+            var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            guard all else { return continuation.resume(returning: recv(descriptor, &buffer, buffer.count, 0)) }
+            var total = 0
+            while true {
+                let count = recv(descriptor, &buffer, buffer.count, 0)
+                if count <= 0 { break }
+                total += count
+            }
+            continuation.resume(returning: total)
+        }
+    }
+}
+
 /// `miniapp serve` facing hostile clients and a registry with planted files (issue 14).
 @Suite struct ServeHardeningTests {
     let work = try! TemporaryDirectory.make().path
 
-    /// A registry with one published version of `hello`; its id and the version's folder.
-    func registry() async throws -> (root: String, versionId: String, version: String) {
+    /// A registry with one published version of `hello` (with `extra` files); its id and the version's folder.
+    func registry(extra: [String: String] = [:]) async throws -> (root: String, versionId: String, version: String) {
         #expect(try await CommandRunner.run(["keygen", "--out", work + "/k"]).status == 0)
         let root = work + "/registry"
-        let published = try await CommandRunner.run(["publish", try BundleFactory.folder(BundleFactory.helloFiles), "--registry", root, "--app-id", "hello", "--version-tag", "1.0.0", "--key", work + "/k.pem", "--json"])
+        let folder = try BundleFactory.folder(BundleFactory.helloFiles.merging(extra) { $1 })
+        let published = try await CommandRunner.run(["publish", folder, "--registry", root, "--app-id", "hello", "--version-tag", "1.0.0", "--key", work + "/k.pem", "--json"])
         let versionId = try #require((try published.json() as? [String: Any])?["versionId"] as? String)
         return (root, versionId, root + "/apps/hello/versions/" + versionId)
     }
@@ -199,25 +221,13 @@ func stallingConnection(port: Int, _ text: String) throws -> Int32 {
         // Half a request header, then nothing: the slowloris.
         let descriptor = try stallingConnection(port: port, "GET /host/p/miniapps HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         defer { close(descriptor) }
-        let closed: Bool = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var timeout = timeval(tv_sec: 20, tv_usec: 0)
-                setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                var byte: UInt8 = 0
-                // 0: the server closed it; -1 (EAGAIN): still open after 20 s.
-                continuation.resume(returning: recv(descriptor, &byte, 1, 0) >= 0)
-            }
-        }
-        #expect(closed, "the server kept a connection with half a header open")
+        // 0: the server closed it; -1 (EAGAIN): still open after 20 s.
+        #expect(await receive(descriptor, waiting: 20) >= 0, "the server kept a connection with half a header open")
         #expect(try await fetch(base.appendingPathComponent("host/p/miniapps")).0 == 200)
     }
 
     @Test func aStopEndsWithinItsGraceWhileAClientStallsADownload() async throws {
-        #expect(try await CommandRunner.run(["keygen", "--out", work + "/k"]).status == 0)
-        let root = work + "/registry"
-        let folder = try BundleFactory.folder(BundleFactory.helloFiles.merging(["big.bin": noise(24 << 20, seed: 3)]) { $1 })
-        let published = try await CommandRunner.run(["publish", folder, "--registry", root, "--app-id", "hello", "--version-tag", "1.0.0", "--key", work + "/k.pem", "--json"])
-        let versionId = try #require((try published.json() as? [String: Any])?["versionId"] as? String)
+        let (root, versionId, _) = try await registry(extra: ["big.bin": noise(24 << 20, seed: 3)])
         let (process, base, _) = try await startServe(root, ["--shutdown-grace", "1"])
         let port = try #require(base.port)
         // A download whose client reads nothing: the server's writes stall.
@@ -244,18 +254,22 @@ func stallingConnection(port: Int, _ text: String) throws -> Int32 {
         try await Task.sleep(for: .milliseconds(300))
         let third = try stallingConnection(port: port, "GET /host/p/miniapps HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         defer { close(third) }
-        func receive(waiting seconds: Int) async -> Int {
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-                    setsockopt(third, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                    var buffer = [UInt8](repeating: 0, count: 4096)
-                    continuation.resume(returning: recv(third, &buffer, buffer.count, 0))
-                }
-            }
-        }
-        #expect(await receive(waiting: 2) < 0, "a third connection was served while two were open")
+        #expect(await receive(third, waiting: 2) < 0, "a third connection was served while two were open")
         for holder in holders { close(holder) }
-        #expect(await receive(waiting: 20) > 0, "the third connection was not served once the others left")
+        #expect(await receive(third, waiting: 20) > 0, "the third connection was not served once the others left")
+    }
+
+    @Test func aClientThatStopsReadingADownloadIsCutOffAfterTheSendTimeout() async throws {
+        let (root, versionId, version) = try await registry(extra: ["big.bin": noise(24 << 20, seed: 5)])
+        let zipSize = try #require(try FileManager.default.attributesOfItem(atPath: version + "/bundle.zip")[.size] as? Int)
+        let (process, base, _) = try await startServe(root, ["--send-timeout", "1"])
+        defer { stop(process) }
+        let descriptor = try stallingConnection(port: try #require(base.port), "GET /files/min-hello/ver-\(versionId)/bundle.zip HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        defer { close(descriptor) }
+        try await Task.sleep(for: .seconds(4))
+        // Reading now: a connection the server cut off ends before the whole zip; one it kept gets all.
+        let received = await receive(descriptor, waiting: 20, all: true)
+        #expect(received < zipSize, "the stalled download was not cut off (\(received) of \(zipSize) bytes arrived)")
+        #expect(try await fetch(base.appendingPathComponent("host/p/miniapps")).0 == 200)
     }
 }
