@@ -14,20 +14,20 @@ enum Console {
     /// and paragraph separators) shown as `\u{..}`: names, tags, reasons and metadata come from a
     /// platform or a bundle, and an escape sequence in them must not drive the user's terminal.
     static func terminalSafe(_ text: String, keepingCarriageReturn: Bool = false) -> String {
-        guard text.unicodeScalars.contains(where: { isControl($0) && $0 != "\n" && $0 != "\t" && !(keepingCarriageReturn && $0 == "\r") }) else { return text }
+        func escaped(_ scalar: Unicode.Scalar) -> Bool {
+            guard scalar != "\n", scalar != "\t", !(keepingCarriageReturn && scalar == "\r") else { return false }
+            return scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
+        }
+        guard text.unicodeScalars.contains(where: escaped) else { return text }
         var result = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
-            if isControl(scalar) && scalar != "\n" && scalar != "\t" && !(keepingCarriageReturn && scalar == "\r") {
+            if escaped(scalar) {
                 result.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".unicodeScalars)
             } else {
                 result.append(scalar)
             }
         }
         return String(result)
-    }
-
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
     }
 
     /// Writes `data` to stdout. When the reader has gone (`miniapp list | head`), the process ends by

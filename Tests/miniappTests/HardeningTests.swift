@@ -273,6 +273,23 @@ import Testing
         }
     }
 
+    @Test(.enabled(if: CommandRunner.canRunAsAnotherUser))
+    func verifyChecksACacheItCannotWriteAsItIs() async throws {
+        let app = try ServedApp()
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let cache = work + "/cache"
+            let first = try await runCached(server, cache: cache, ["download", "app-hello", "--json"])
+            let path = try #require((try first.json() as? [String: Any])?["path"] as? String)
+            // Another user can read the cache but make no lock file in it.
+            let environment = ["MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": cache]
+            let intact = try await CommandRunner.run(["cache", "verify", "--json"], environment: environment, user: 65534)
+            #expect(intact.status == 0, "\(intact.stderr)")
+            #expect((try intact.json() as? [[String: Any]])?.map { $0["intact"] as? Bool } == [true])
+            try "<html>changed</html>".write(toFile: path + "/index.html", atomically: false, encoding: .utf8)
+            expectFailure(try await CommandRunner.run(["cache", "verify"], environment: environment, user: 65534), status: 65, mentioning: "damaged")
+        }
+    }
+
     @Test(arguments: [true, false])
     func aFileListThatDoesNotCoverEveryFileIsDamage(recordHasDigest: Bool) async throws {
         let app = try ServedApp()

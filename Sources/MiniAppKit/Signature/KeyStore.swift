@@ -17,8 +17,7 @@ struct KeyStore: Sendable {
     /// platform to fetch it from again, a key kept by an earlier install is the only one there is).
     func record(id: String, stale: Bool = false) -> PublicKeyRecord? {
         guard Identifier.isValid(id), linkFree, let bytes = FileReading.contents(path(id), followingLinks: false),
-              case let data = Data(bytes),
-              let entry = try? RecordCoding.decoder().decode(Entry.self, from: data), entry.record.id == id else { return nil }
+              let entry = try? RecordCoding.decoder().decode(Entry.self, from: Data(bytes)), entry.record.id == id else { return nil }
         if stale { return entry.record }
         let age = Date().timeIntervalSince(entry.fetchedAt)
         guard age > -300, age < Double(lifetime.components.seconds) else { return nil }
@@ -36,11 +35,7 @@ struct KeyStore: Sendable {
     /// Whether `keys/` and this namespace's folder in it are real folders where they exist: keys are
     /// never read nor written through a link planted in the cache.
     private var linkFree: Bool {
-        let parent = (directory as NSString).deletingLastPathComponent
-        return [parent, directory].allSatisfy { folder in
-            var info = stat()
-            return lstat(folder, &info) != 0 || (info.st_mode & S_IFMT) == S_IFDIR
-        }
+        [(directory as NSString).deletingLastPathComponent, directory].allSatisfy { (try? BundleCache.requireRealDirectory($0)) != nil }
     }
 
     private func path(_ id: String) -> String { directory + "/" + id + ".json" }
