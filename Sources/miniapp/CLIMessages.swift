@@ -43,6 +43,8 @@ enum CLIMessages {
         case .damaged(let appId, let versionId, let problems):
             let shown = problems.prefix(3).joined(separator: ", ") + (problems.count > 3 ? ", ..." : "")
             return "cached version \(versionId) of app \(appId) is damaged (\(shown)) and cannot be repaired offline: run without --offline to reinstall it"
+        case .keptZipRejected(let appId, let versionId, let reason):
+            return "cached version \(versionId) of app \(appId) is damaged and its kept zip cannot repair it (\(reason)): run without --offline to reinstall it"
         case .io(let path, let reason, let diskFull):
             return writeFailure(path, reason, diskFull)
         case .notAFolder:

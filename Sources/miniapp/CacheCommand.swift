@@ -56,13 +56,35 @@ struct CacheVerifyCommand: AsyncParsableCommand {
     @Argument(help: "Only this app's versions.")
     var appId: String?
 
+    @Flag(help: "Also re-verify each kept zip against its recorded digest and signature, with the cached key.")
+    var signatures = false
+
     @OptionGroup var options: GlobalOptions
+
+    struct KeptZip: Encodable {
+        var bytes: Int64
+        var verified: Bool
+        var problem: String?
+    }
 
     struct Entry: Encodable {
         var id: String
         var versionId: String
         var intact: Bool
         var problems: [String]
+        /// With `--signatures`: the kept zip's check, `null` when the version keeps none.
+        var keptZip: KeptZip??
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(versionId, forKey: .versionId)
+            try container.encode(intact, forKey: .intact)
+            try container.encode(problems, forKey: .problems)
+            if let keptZip { try container.encode(keptZip, forKey: .keptZip) }
+        }
+
+        private enum CodingKeys: String, CodingKey { case id, versionId, intact, problems, keptZip }
     }
 
     func run() async throws {
@@ -71,16 +93,36 @@ struct CacheVerifyCommand: AsyncParsableCommand {
         var entries: [Entry] = []
         for cache in options.caches(configuration) {
             for check in try await cache.verify(appId: appId) {
-                entries.append(Entry(id: check.record.id, versionId: check.record.versionId, intact: check.report.intact, problems: check.report.problems))
+                var entry = Entry(id: check.record.id, versionId: check.record.versionId, intact: check.report.intact, problems: check.report.problems)
+                if signatures {
+                    if check.record.zipBytes > 0, let problem = try? await cache.verifyKeptZip(check.record, trustedKeys: configuration.trustedKeys) {
+                        entry.keptZip = .some(KeptZip(bytes: check.record.zipBytes, verified: problem == nil, problem: problem))
+                    } else {
+                        entry.keptZip = .some(nil)
+                    }
+                }
+                entries.append(entry)
             }
         }
         if options.json {
             try Console.json(entries)
         } else {
             for entry in entries {
-                let state = entry.intact ? "ok" : "damaged: " + entry.problems.joined(separator: ", ")
+                var state = entry.intact ? "ok" : "damaged: " + entry.problems.joined(separator: ", ")
+                if let zip = entry.keptZip, let zip {
+                    state += zip.verified ? "; kept zip verified" : "; kept zip failed: \(zip.problem ?? "")"
+                }
                 Console.output("\(entry.id) \(entry.versionId) \(state)")
             }
+        }
+        let failedZips = entries.filter { $0.keptZip??.verified == false }
+        if !failedZips.isEmpty {
+            let names = failedZips.map { "\($0.id) \($0.versionId)" }.joined(separator: ", ")
+            let damaged = entries.filter { !$0.intact }.map { "\($0.id) \($0.versionId)" }
+            Console.error("\(failedZips.count) kept zip\(failedZips.count == 1 ? " fails" : "s fail") its digest or signature check (\(names))"
+                + (damaged.isEmpty ? "" : "; damaged: \(damaged.joined(separator: ", "))")
+                + ": run 'miniapp download <app-id> --version <version-id> --force' to download it again")
+            throw ExitCode(ExitStatus.code(for: .badData))
         }
         let damaged = entries.filter { !$0.intact }
         if !damaged.isEmpty {

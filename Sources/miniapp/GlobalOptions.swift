@@ -29,6 +29,9 @@ struct GlobalOptions: ParsableArguments {
     @Flag(help: "Never touch the network; answer from the cache.")
     var offline = false
 
+    @Flag(name: .customLong("no-delta"), help: "Download whole zips: never assemble an update from the app's kept zip.")
+    var noDelta = false
+
     @Flag(help: "Print one JSON document on stdout.")
     var json = false
 
@@ -47,7 +50,7 @@ struct GlobalOptions: ParsableArguments {
         ConfigurationOverrides(
             platform: platform, projectId: projectId, subscriptionKey: subscriptionKey,
             preview: preview ? true : nil, cacheDirectory: cacheDir, signaturePolicy: signaturePolicy,
-            language: lang, offline: offline ? true : nil
+            language: lang, offline: offline ? true : nil, delta: noDelta ? false : nil
         )
     }
 

@@ -354,6 +354,9 @@ func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ bo
             #expect(cacheView.check(record).problems.contains("added: js/new"), "a folder added deep down is found by the quick check")
             #expect(cacheView.check(record, thorough: true).problems.contains("added: js/new/x.js"))
 
+            // Without its kept zip the version cannot be repaired offline.
+            let keptZip = try #require(cacheView.keptZipPath(record))
+            try FileManager.default.removeItem(atPath: keptZip)
             var offline = configuration
             offline.offline = true
             let error = await #expect(throws: CacheError.self) { try await withInstaller(offline) { try await $0.load(appId: "app-hello", versionId: "ver-1") } }

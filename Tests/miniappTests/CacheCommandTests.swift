@@ -195,16 +195,23 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
                 let result = try await runCached(server, cache: cache, ["download", "app-hello", "--version", version, "--json"])
                 paths.append(try #require((try result.json() as? [String: Any])?["path"] as? String))
             }
+            // The two versions' index.html are the same file (one inode, 0444): damage to it is damage
+            // to both, and verify names both.
+            var first = stat(), second = stat()
+            #expect(lstat(paths[0] + "/index.html", &first) == 0 && lstat(paths[1] + "/index.html", &second) == 0)
+            #expect(first.st_ino == second.st_ino && first.st_nlink == 2)
+            #expect(first.st_mode & 0o777 == 0o444)
             try "changed".write(toFile: paths[0] + "/index.html", atomically: false, encoding: .utf8)
             let verify = try await runCached(server, cache: cache, ["cache", "verify", "--json"])
             #expect(verify.status == 65)
             #expect(verify.stderrLines.first?.hasPrefix("error: ") == true)
-            #expect(verify.stderr.contains("app-hello ver-1"))
-            #expect(!verify.stderr.contains("ver-2"))
+            #expect(verify.stderr.contains("app-hello ver-1") && verify.stderr.contains("app-hello ver-2"))
             let entries = try #require(try verify.json() as? [[String: Any]])
-            let damaged = try #require(entries.first { $0["versionId"] as? String == "ver-1" })
-            #expect(damaged["intact"] as? Bool == false)
-            #expect(damaged["problems"] as? [String] == ["changed: index.html"])
+            for version in ["ver-1", "ver-2"] {
+                let damaged = try #require(entries.first { $0["versionId"] as? String == version })
+                #expect(damaged["intact"] as? Bool == false)
+                #expect(damaged["problems"] as? [String] == ["changed: index.html"])
+            }
 
             let pruned = try await runCached(server, cache: cache, ["cache", "prune", "--keep", "1", "--json"])
             #expect(pruned.status == 0)
@@ -261,7 +268,7 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
         var seen = 0
         while let relative = walker.nextObject() as? String {
             let attributes = try FileManager.default.attributesOfItem(atPath: bundle + "/" + relative)
-            let expected = attributes[.type] as? FileAttributeType == .typeDirectory ? 0o755 : 0o644
+            let expected = attributes[.type] as? FileAttributeType == .typeDirectory ? 0o755 : 0o444
             #expect(attributes[.posixPermissions] as? Int == expected, "\(relative)")
             seen += 1
         }

@@ -308,6 +308,10 @@ import Testing
             let list = try String(contentsOfFile: version + "/files.list", encoding: .utf8)
             try (String(list.split(separator: "\n")[0]) + "\n").write(toFile: version + "/files.list", atomically: false, encoding: .utf8)
             try "<html>changed</html>".write(toFile: path + "/index.html", atomically: false, encoding: .utf8)
+            // Without its kept zip, the version cannot be repaired offline.
+            for zip in try FileManager.default.contentsOfDirectory(atPath: version) where zip.hasSuffix(".zip") {
+                try FileManager.default.removeItem(atPath: version + "/" + zip)
+            }
 
             let load = try await runCached(server, cache: cache, ["load", "app-hello", "--offline"])
             expectFailure(load, status: 65, mentioning: "damaged")

@@ -29,6 +29,9 @@ public struct ArchiveExtractor: Sendable {
     /// Archives declaring fewer bytes than this are extracted on the calling thread only: a thread
     /// costs more than it saves on a small bundle.
     package var parallelMinimumBytes: Int64 = 2 << 20
+    /// The mode files get: 0644 by default; the cache makes its files read-only (0444), as versions
+    /// share them.
+    public var fileMode: UInt32 = 0o644
 
     /// An extractor with the given limits, using up to `maxThreads` threads (by default one per core,
     /// at most four).
@@ -39,19 +42,19 @@ public struct ArchiveExtractor: Sendable {
 
     /// Extracts the zip at `archivePath` into `destination`, a new folder that must not exist yet.
     ///
-    /// Files get mode 0644 and folders 0755. On failure, `destination` may hold part of the archive:
+    /// Files get ``fileMode`` (0644 by default) and folders 0755. On failure, `destination` may hold part of the archive:
     /// the caller owns it and removes it.
     public func extract(_ archivePath: String, into destination: String) throws(ArchiveError) -> ExtractionResult {
         var info = stat()
         let archiveSize = stat(archivePath, &info) == 0 ? Int64(info.st_size) : 0
         guard mkdir(destination, 0o755) == 0 else { throw Self.ioError(destination) }
         // The umask, read once per extraction: a chmod per file and folder only when it takes bits.
-        let exact = ProcessEnvironment.exactModes([0o644, 0o755])
+        let exact = ProcessEnvironment.exactModes([fileMode, 0o755])
         if !exact.contains(0o755) { chmod(destination, 0o755) }
 
         let plan = try UTF8Locale.run { () throws(ArchiveError) in try ExtractionPlan.scan(archivePath, limits: limits) }
         try plan.makeDirectories(in: destination, needsMode: !exact.contains(0o755))
-        let job = ExtractionJob(archivePath: archivePath, destination: destination, plan: plan, limits: limits, archiveSize: archiveSize, needsMode: !exact.contains(0o644))
+        let job = ExtractionJob(archivePath: archivePath, destination: destination, plan: plan, limits: limits, archiveSize: archiveSize, fileMode: fileMode, needsMode: !exact.contains(fileMode))
         job.run(threads: plan.declaredBytes < parallelMinimumBytes ? 1 : min(maxThreads, plan.files.count))
         if let failure = job.firstFailure { throw failure }
         return try plan.result(destination: destination, files: job.records.compactMap { $0 }, unpackedBytes: job.unpacked.load(ordering: .relaxed))
@@ -246,7 +249,9 @@ private final class ExtractionJob: @unchecked Sendable {
     package let files: [ExtractionPlan.File]
     package let limits: ExtractionLimits
     package let archiveSize: Int64
-    /// Whether each file needs a chmod to 0644 (the umask takes bits from it).
+    /// The mode files get.
+    package let fileMode: UInt32
+    /// Whether each file needs a chmod to ``fileMode`` (the umask takes bits from it).
     package let needsMode: Bool
     package let next = Atomic<Int>(0)
     package let unpacked = Atomic<Int64>(0)
@@ -255,8 +260,9 @@ private final class ExtractionJob: @unchecked Sendable {
     package let records: UnsafeMutableBufferPointer<BundleFile?>
     private let failures = Mutex<[(index: Int, error: ArchiveError)]>([])
 
-    package init(archivePath: String, destination: String, plan: ExtractionPlan, limits: ExtractionLimits, archiveSize: Int64, needsMode: Bool) {
+    package init(archivePath: String, destination: String, plan: ExtractionPlan, limits: ExtractionLimits, archiveSize: Int64, fileMode: UInt32, needsMode: Bool) {
         self.needsMode = needsMode
+        self.fileMode = fileMode
         self.archivePath = archivePath
         self.destination = destination
         self.files = plan.files
@@ -322,13 +328,13 @@ private final class ExtractionJob: @unchecked Sendable {
     /// Writes one file's data, hashing it and counting its bytes against the limits.
     private func write(_ file: ExtractionPlan.File, entry: OpaquePointer, from reader: ArchiveReader) throws(ArchiveError) -> BundleFile {
         let target = destination + "/" + file.path
-        let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, fileMode)
         guard descriptor >= 0 else {
             if errno == EEXIST { throw .duplicateEntry(entry: file.name) }
             throw ArchiveExtractor.ioError(target)
         }
         defer { close(descriptor) }
-        if needsMode { fchmod(descriptor, 0o644) }
+        if needsMode { fchmod(descriptor, fileMode) }
         let digest = SHA256Digest()
         var size: Int64 = 0
         // An entry that declares no bytes has none to read: libarchive's LZMA reader fails on an empty

@@ -25,6 +25,10 @@ package struct ZipDirectory: Sendable {
         package var localHeaderOffset: UInt64
         /// Where the entry's data ends.
         package var dataEnd: UInt64
+        /// The CRC-32 of the uncompressed data.
+        package var crc32: UInt32 = 0
+        /// The DOS time (low half) and date (high half) of the entry.
+        package var modified: UInt32 = 0
 
         package var isEncrypted: Bool { flags & 1 != 0 || method == 99 }
     }
@@ -48,20 +52,8 @@ package struct ZipDirectory: Sendable {
     /// Reads the central directory of the zip at `path`, refusing more than `maxEntries` entries.
     package static func read(_ path: String, maxEntries: Int) throws(ArchiveError) -> ZipDirectory {
         let file = try ZipFileReader(path)
-        let end = try EndRecord.find(in: file)
-        var entries: [Entry] = []
-        var cursor = end.directoryStart
-        let directoryEnd = end.directoryStart + end.directorySize
-        let directory = try file.bytes(at: end.directoryStart, count: end.directorySize)
-        while cursor < directoryEnd {
-            guard entries.count < maxEntries else { throw .tooManyEntries(limit: maxEntries) }
-            var reader = ByteReader(directory, at: Int(cursor - end.directoryStart))
-            entries.append(try Self.centralEntry(&reader, correction: end.correction))
-            cursor = end.directoryStart + UInt64(reader.position)
-        }
-        guard !entries.isEmpty else { throw .corrupt(reason: "the archive is empty") }
-
-        entries.sort { $0.localHeaderOffset < $1.localHeaderOffset }
+        let (found, end) = try centralEntries(in: file, maxEntries: maxEntries)
+        var entries = found
         var previousEnd: UInt64 = 0
         var previousName = ""
         for index in entries.indices {
@@ -92,6 +84,47 @@ package struct ZipDirectory: Sendable {
         return ZipDirectory(entries: entries)
     }
 
+    /// The central directory's entries in the order of their local headers, and where it is.
+    private static func centralEntries<Source: ZipBytes & ~Copyable>(in file: borrowing Source, maxEntries: Int) throws(ArchiveError) -> ([Entry], EndRecord) {
+        let end = try EndRecord.find(in: file)
+        var entries: [Entry] = []
+        var cursor = end.directoryStart
+        let directoryEnd = end.directoryStart + end.directorySize
+        let directory = try file.bytes(at: end.directoryStart, count: end.directorySize)
+        while cursor < directoryEnd {
+            guard entries.count < maxEntries else { throw .tooManyEntries(limit: maxEntries) }
+            var reader = ByteReader(directory, at: Int(cursor - end.directoryStart))
+            entries.append(try Self.centralEntry(&reader, correction: end.correction))
+            cursor = end.directoryStart + UInt64(reader.position)
+        }
+        guard !entries.isEmpty else { throw .corrupt(reason: "the archive is empty") }
+        entries.sort { $0.localHeaderOffset < $1.localHeaderOffset }
+        return (entries, end)
+    }
+
+    /// The layout of the zip whose bytes `source` gives: its entries' spans and where its central
+    /// directory starts, from the end records and the central directory alone (no local header is read).
+    package static func layout<Source: ZipBytes & ~Copyable>(of source: borrowing Source, maxEntries: Int) throws(ArchiveError) -> ZipLayout {
+        let (entries, end) = try centralEntries(in: source, maxEntries: maxEntries)
+        var spans: [ZipLayout.Span] = []
+        spans.reserveCapacity(entries.count)
+        for (index, entry) in entries.enumerated() {
+            let next = index + 1 < entries.count ? entries[index + 1].localHeaderOffset : end.directoryStart
+            guard next > entry.localHeaderOffset else {
+                throw .overlappingEntries(entry: entries[min(index + 1, entries.count - 1)].name, other: entry.name)
+            }
+            spans.append(ZipLayout.Span(
+                key: ZipLayout.Key(
+                    rawName: entry.rawName, crc32: entry.crc32, method: entry.method, flags: entry.flags,
+                    compressedSize: entry.compressedSize, uncompressedSize: entry.uncompressedSize,
+                    modified: entry.modified, length: next - entry.localHeaderOffset
+                ),
+                offset: entry.localHeaderOffset
+            ))
+        }
+        return ZipLayout(spans: spans, directoryStart: end.directoryStart, size: source.size)
+    }
+
     /// One central-directory record at `reader`'s position.
     private static func centralEntry(_ reader: inout ByteReader, correction: UInt64) throws(ArchiveError) -> Entry {
         guard reader.remaining >= 46, reader.uint32() == 0x0201_4B50 else {
@@ -100,7 +133,8 @@ package struct ZipDirectory: Sendable {
         reader.skip(4)  // version made by, version needed
         let flags = reader.uint16()
         let method = reader.uint16()
-        reader.skip(8)  // time, date, CRC-32
+        let modified = reader.uint32()  // time, date
+        let crc32 = reader.uint32()
         var compressedSize = UInt64(reader.uint32())
         var uncompressedSize = UInt64(reader.uint32())
         let nameLength = Int(reader.uint16())
@@ -155,7 +189,7 @@ package struct ZipDirectory: Sendable {
             rawName: rawName, name: Self.windowsSeparators(decoded.precomposedStringWithCanonicalMapping),
             archiveName: Self.comparable(unicodePath.map { Array($0.utf8) } ?? rawName),
             flags: flags, method: method, compressedSize: compressedSize, uncompressedSize: uncompressedSize,
-            localHeaderOffset: start, dataEnd: 0
+            localHeaderOffset: start, dataEnd: 0, crc32: crc32, modified: modified
         )
     }
 
@@ -188,7 +222,7 @@ private struct EndRecord {
     /// What to add to recorded offsets: the bytes before the zip (a self-extractor's stub).
     var correction: UInt64
 
-    static func find(in file: borrowing ZipFileReader) throws(ArchiveError) -> EndRecord {
+    static func find<Source: ZipBytes & ~Copyable>(in file: borrowing Source) throws(ArchiveError) -> EndRecord {
         let tailLength = min(file.size, 22 + 65_535)
         let tail = try file.bytes(at: file.size - tailLength, count: tailLength)
         var position = tail.count - 22
@@ -204,7 +238,7 @@ private struct EndRecord {
 
     /// The record at `recordOffset`, or `nil` when its values do not fit the file (a signature inside a
     /// comment or inside data).
-    private static func candidate(at recordOffset: UInt64, tail: [UInt8], position: Int, file: borrowing ZipFileReader) throws(ArchiveError) -> EndRecord? {
+    private static func candidate<Source: ZipBytes & ~Copyable>(at recordOffset: UInt64, tail: [UInt8], position: Int, file: borrowing Source) throws(ArchiveError) -> EndRecord? {
         var reader = ByteReader(tail, at: position + 4)
         let disk = reader.uint16()
         let directoryDisk = reader.uint16()
@@ -245,13 +279,21 @@ private struct EndRecord {
     }
 }
 
+/// Where a zip's bytes come from: a file, or the end of one held in memory.
+package protocol ZipBytes: ~Copyable {
+    /// The zip's size in bytes.
+    var size: UInt64 { get }
+    /// `count` bytes at `offset`, all of them or an error.
+    func bytes(at offset: UInt64, count: UInt64) throws(ArchiveError) -> [UInt8]
+}
+
 /// Positioned reads of a whole file.
-private struct ZipFileReader: ~Copyable {
+package struct ZipFileReader: ZipBytes, ~Copyable {
     let descriptor: Int32
     let path: String
-    let size: UInt64
+    package let size: UInt64
 
-    init(_ path: String) throws(ArchiveError) {
+    package init(_ path: String) throws(ArchiveError) {
         descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw ArchiveExtractor.ioError(path) }
         var info = stat()
@@ -268,7 +310,7 @@ private struct ZipFileReader: ~Copyable {
     }
 
     /// `count` bytes at `offset`, all of them or an error.
-    func bytes(at offset: UInt64, count: UInt64) throws(ArchiveError) -> [UInt8] {
+    package func bytes(at offset: UInt64, count: UInt64) throws(ArchiveError) -> [UInt8] {
         let (last, overflow) = offset.addingReportingOverflow(count)
         guard !overflow, last <= size else { throw .corrupt(reason: "it is truncated") }
         var buffer = [UInt8](repeating: 0, count: Int(count))

@@ -8,6 +8,8 @@ public enum CacheError: CategorizedError, Equatable {
     case busy(appId: String, versionId: String, waitedSeconds: Int)
     /// A cached version is damaged and cannot be repaired now.
     case damaged(appId: String, versionId: String, problems: [String])
+    /// A damaged cached version's kept zip failed its digest or signature check, so it cannot repair it.
+    case keptZipRejected(appId: String, versionId: String, reason: String)
     /// Reading or writing the cache failed.
     case io(path: String, reason: String, diskFull: Bool)
     /// One of the cache's own folders is a symbolic link (`isLink`) or a file: the cache does not
@@ -18,7 +20,7 @@ public enum CacheError: CategorizedError, Equatable {
         switch self {
         case .notCached: return .notFound
         case .busy: return .busy
-        case .damaged: return .badData
+        case .damaged, .keptZipRejected: return .badData
         case .io, .notAFolder: return .localIO
         }
     }
@@ -33,6 +35,8 @@ public enum CacheError: CategorizedError, Equatable {
         case .damaged(let appId, let versionId, let problems):
             let shown = problems.prefix(3).joined(separator: ", ") + (problems.count > 3 ? ", ..." : "")
             return "cached version \(versionId) of app \(appId) is damaged (\(shown)) and cannot be repaired offline: turn offline off to reinstall it"
+        case .keptZipRejected(let appId, let versionId, let reason):
+            return "cached version \(versionId) of app \(appId) is damaged and its kept zip cannot repair it (\(reason)): turn offline off to reinstall it"
         case .notAFolder(let path, let isLink):
             return "cache folder \(path) is \(isLink ? "a symbolic link" : "not a folder"), which the cache never follows: remove it (the cache makes a real folder again) and retry"
         case .io(let path, let reason, let diskFull):

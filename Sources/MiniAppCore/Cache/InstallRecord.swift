@@ -20,6 +20,29 @@ public enum SignatureStatus: String, Sendable, Codable {
     case failed
 }
 
+/// How a version's zip came: whole, or assembled from the app's kept zip and the ranges that changed.
+public struct Transfer: Sendable, Equatable, Codable {
+    public enum Method: String, Sendable, Codable {
+        /// Every byte came from the source (the network, or the local zip of `install`).
+        case full
+        /// Unchanged entries were copied from the kept zip of an earlier version; the rest was fetched.
+        case delta
+    }
+
+    public var method: Method
+    /// The bytes read from the source: response bodies for a download (all attempts), the zip's size
+    /// for a local bundle.
+    public var fetchedBytes: Int64
+    /// The bytes copied from the kept zip.
+    public var reusedBytes: Int64
+
+    public init(method: Method, fetchedBytes: Int64, reusedBytes: Int64) {
+        self.method = method
+        self.fetchedBytes = fetchedBytes
+        self.reusedBytes = reusedBytes
+    }
+}
+
 /// A cached version, as spec/cli.md documents it; written last, so a version without one does not exist.
 public struct InstallRecord: Sendable, Equatable, Codable {
     /// The app id.
@@ -53,6 +76,17 @@ public struct InstallRecord: Sendable, Equatable, Codable {
     /// The SHA-256 of the version's `files.list`, kept in `record.json` only (not in the record's
     /// JSON for users): a list changed or cut short is damage. `nil` in records from before it existed.
     package var fileListDigest: String?
+    /// How the zip came, for versions installed over the network or from a bundle.
+    public var transfer: Transfer?
+    /// When the version was last repaired from its kept zip, if ever.
+    public var repairedAt: Date?
+    /// The size of the version's kept zip; 0 when none is kept. Not stored: the cache reads it.
+    public var zipBytes: Int64 = 0
+    /// The base64 signature the version was verified with, kept in `record.json` only, so that the kept
+    /// zip can be verified again.
+    package var signatureValue: String?
+    /// Where the version first came from (``source`` says where this command got it): what a repair keeps.
+    package var installedSource: InstallSource?
 
     /// A record with the given values.
     public init(
@@ -78,8 +112,9 @@ public struct InstallRecord: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case id, versionId, versionTag, path, source, signature, signatureDetail, keyId, sha256, sizeBytes
-        case installedAt, lastUsedAt, platform, projectId
+        case installedAt, lastUsedAt, platform, projectId, transfer, repairedAt, zipBytes
         case fileListDigest = "fileList"
+        case signatureValue = "signatureValue"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -98,7 +133,33 @@ public struct InstallRecord: Sendable, Equatable, Codable {
         try container.encode(lastUsedAt, forKey: .lastUsedAt)
         try container.encode(platform, forKey: .platform)
         try container.encode(projectId, forKey: .projectId)
-        if encoder.userInfo[RecordCoding.storageKey] as? Bool == true { try container.encodeIfPresent(fileListDigest, forKey: .fileListDigest) }
+        try container.encodeIfPresent(transfer, forKey: .transfer)
+        try container.encodeIfPresent(repairedAt, forKey: .repairedAt)
+        if encoder.userInfo[RecordCoding.storageKey] as? Bool == true {
+            try container.encodeIfPresent(fileListDigest, forKey: .fileListDigest)
+            try container.encodeIfPresent(signatureValue, forKey: .signatureValue)
+        } else {
+            try container.encode(zipBytes, forKey: .zipBytes)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            id: try container.decode(String.self, forKey: .id), versionId: try container.decode(String.self, forKey: .versionId),
+            versionTag: try container.decodeIfPresent(String.self, forKey: .versionTag), path: try container.decode(String.self, forKey: .path),
+            source: try container.decode(InstallSource.self, forKey: .source), signature: try container.decode(SignatureStatus.self, forKey: .signature),
+            signatureDetail: try container.decodeIfPresent(String.self, forKey: .signatureDetail),
+            keyId: try container.decodeIfPresent(String.self, forKey: .keyId), sha256: try container.decode(String.self, forKey: .sha256),
+            sizeBytes: try container.decode(Int64.self, forKey: .sizeBytes), installedAt: try container.decode(Date.self, forKey: .installedAt),
+            lastUsedAt: try container.decode(Date.self, forKey: .lastUsedAt), platform: try container.decode(String.self, forKey: .platform),
+            projectId: try container.decodeIfPresent(String.self, forKey: .projectId)
+        )
+        fileListDigest = try container.decodeIfPresent(String.self, forKey: .fileListDigest)
+        transfer = try container.decodeIfPresent(Transfer.self, forKey: .transfer)
+        repairedAt = try container.decodeIfPresent(Date.self, forKey: .repairedAt)
+        zipBytes = try container.decodeIfPresent(Int64.self, forKey: .zipBytes) ?? 0
+        signatureValue = try container.decodeIfPresent(String.self, forKey: .signatureValue)
     }
 }
 
@@ -126,13 +187,34 @@ extension InstallRecord {
               let lastUsedAt = required("lastUsedAt").flatMap(RecordCoding.parse),
               case .number(let size)? = fields["sizeBytes"], let sizeBytes = Int64(exactly: size),
               let versionTag = optional("versionTag"), let signatureDetail = optional("signatureDetail"),
-              let keyId = optional("keyId"), let projectId = optional("projectId"), let fileList = optional("fileList") else { return nil }
+              let keyId = optional("keyId"), let projectId = optional("projectId"), let fileList = optional("fileList"),
+              let signatureValue = optional("signatureValue"), let repaired = optional("repairedAt") else { return nil }
+        var transfer: Transfer?
+        switch fields["transfer"] {
+        case nil, .null?:
+            transfer = nil
+        case .object(let parts)?:
+            guard case .string(let name)? = parts["method"], let method = Transfer.Method(rawValue: name),
+                  case .number(let fetched)? = parts["fetchedBytes"], let fetchedBytes = Int64(exactly: fetched),
+                  case .number(let reused)? = parts["reusedBytes"], let reusedBytes = Int64(exactly: reused) else { return nil }
+            transfer = Transfer(method: method, fetchedBytes: fetchedBytes, reusedBytes: reusedBytes)
+        default:
+            return nil
+        }
+        var repairedAt: Date?
+        if let repaired {
+            guard let date = RecordCoding.parse(repaired) else { return nil }
+            repairedAt = date
+        }
         self.init(
             id: id, versionId: versionId, versionTag: versionTag, path: path, source: source, signature: signature,
             signatureDetail: signatureDetail, keyId: keyId, sha256: sha256, sizeBytes: sizeBytes,
             installedAt: installedAt, lastUsedAt: lastUsedAt, platform: platform, projectId: projectId
         )
         fileListDigest = fileList
+        self.signatureValue = signatureValue
+        self.transfer = transfer
+        self.repairedAt = repairedAt
     }
 }
 

@@ -28,21 +28,63 @@ package enum FileHashing {
     /// The SHA-256 and size of a local bundle, read once. `path` is one a user named, so a symbolic link
     /// there is followed; anything but a regular file at its end is refused without waiting on it.
     package static func bundle(at path: String) throws -> (digest: [UInt8], size: Int64) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else {
-            throw BundleFileError.unreadable(path: path, reason: errno == ENOENT ? "it does not exist" : String(cString: strerror(errno)))
-        }
+        let (descriptor, info) = try openBundle(path)
         defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw BundleFileError.unreadable(path: path, reason: "it is not a regular file")
-        }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         guard let digest = sha256(of: descriptor, buffer: buffer) else {
             throw BundleFileError.unreadable(path: path, reason: String(cString: strerror(errno)))
         }
         return (digest, Int64(info.st_size))
+    }
+
+    /// Opens a bundle a user named, following a link there, refusing anything but a regular file
+    /// without waiting on it.
+    private static func openBundle(_ path: String) throws -> (Int32, stat) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else {
+            throw BundleFileError.unreadable(path: path, reason: errno == ENOENT ? "it does not exist" : String(cString: strerror(errno)))
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            throw BundleFileError.unreadable(path: path, reason: "it is not a regular file")
+        }
+        return (descriptor, info)
+    }
+
+    /// ``bundle(at:)``, also writing what it reads to a new read-only file at `destination`: the copy the
+    /// cache keeps, whose digest is the one returned (the user's file may change later).
+    package static func copyBundle(at path: String, to destination: String) throws -> (digest: [UInt8], size: Int64) {
+        let (descriptor, _) = try openBundle(path)
+        defer { close(descriptor) }
+        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o444)
+        guard output >= 0 else { throw CacheError.system(destination) }
+        defer { close(output) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        let digest = SHA256Digest()
+        var size: Int64 = 0
+        while true {
+            let count = read(descriptor, buffer.baseAddress, buffer.count)
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw BundleFileError.unreadable(path: path, reason: String(cString: strerror(errno)))
+            }
+            digest.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            var written = 0
+            while written < count {
+                let result = write(output, buffer.baseAddress! + written, count - written)
+                guard result > 0 else {
+                    if result < 0 && errno == EINTR { continue }
+                    throw CacheError.system(destination)
+                }
+                written += result
+            }
+            size += Int64(count)
+        }
+        return (digest.finalize(), size)
     }
 }
 

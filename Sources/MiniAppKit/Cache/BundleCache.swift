@@ -123,7 +123,9 @@ public struct BundleCache: Sendable {
         guard let bytes = FileReading.contents(path, followingLinks: false), var record = InstallRecord(json: bytes),
               record.id == appId, record.versionId == versionId else { return nil }
         record.path = versionDirectory(appId: appId, versionId: versionId) + "/bundle"
+        record.installedSource = record.source
         record.source = .cache
+        record.zipBytes = keptZipBytes(record)
         var info = stat()
         if stat(versionDirectory(appId: appId, versionId: versionId) + "/last-used", &info) == 0 {
             let used = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
@@ -204,7 +206,12 @@ public struct BundleCache: Sendable {
             }
         }
         let inspector = BundleInspector(root: directory + "/bundle")
-        return thorough ? inspector.thoroughCheck(BundleFileList(list).files) : inspector.quickCheck(list)
+        if thorough { return inspector.thoroughCheck(BundleFileList(list).files) }
+        let (report, attested) = inspector.quickCheck(list, attested: attestations(in: directory))
+        // Files and folders whose change time moved but that hashed and read as installed (a link made
+        // or removed by the cache does that) are attested, so that the next check is quick again.
+        if !attested.isEmpty { attest(attested, in: directory) }
+        return report
     }
 
     /// One version's thorough check.
@@ -402,7 +409,8 @@ public struct BundleCache: Sendable {
             func total(_ records: [InstallRecord]) -> Int64 {
                 records.reduce(Int64(0)) { sum, record in
                     let (next, overflow) = sum.addingReportingOverflow(max(record.sizeBytes, 0))
-                    return overflow ? .max : next
+                    let (withZip, zipOverflow) = next.addingReportingOverflow(max(record.zipBytes, 0))
+                    return overflow || zipOverflow ? .max : withZip
                 }
             }
             var kept = remaining

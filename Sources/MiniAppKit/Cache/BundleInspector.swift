@@ -31,41 +31,75 @@ struct BundleInspector {
 
     /// The quick check: every folder's and file's status against the list, hashing only files whose
     /// change time moved, and reading only folders whose change time moved (an entry was added,
-    /// removed or renamed there). Big lists take their status calls on two threads.
-    func quickCheck(_ list: FileListIndex) -> IntegrityReport {
+    /// removed or renamed there). A change time that `attested` vouches for counts as unchanged. Big lists
+    /// take their status calls on two threads. Also returns the attestations this check earned: files
+    /// whose change time moved and that hash as listed, folders whose change time moved and that hold
+    /// nothing new.
+    func quickCheck(_ list: FileListIndex, attested: Attestations = Attestations()) -> (report: IntegrityReport, attested: Attestations) {
         let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard rootDescriptor >= 0 else { return IntegrityReport(problems: ["missing: the bundle folder"]) }
+        guard rootDescriptor >= 0 else { return (IntegrityReport(problems: ["missing: the bundle folder"]), Attestations()) }
         defer { close(rootDescriptor) }
         let verdicts = Self.verdicts(list, in: rootDescriptor)
         var problems: [String] = []
-        var moved: [String] = []
+        var moved: [(String, FileTimestamp)] = []
         var toHash: [(BundleFile, String)] = []
-        for (index, directory) in list.directories.enumerated() where verdicts[index] != .same {
-            moved.append(list.path(directory))
+        var earned = Attestations()
+        var info = stat()
+        func changeTime(_ path: String) -> FileTimestamp? {
+            fstatat(rootDescriptor, path, &info, AT_SYMLINK_NOFOLLOW) == 0 ? FileTimestamp(info.st_ctim) : nil
         }
+        for (index, directory) in list.directories.enumerated() where verdicts[index] != .same {
+            let path = list.path(directory)
+            guard let now = changeTime(path) else { continue }
+            if attested.directories[path] == now { continue }
+            moved.append((path, now))
+        }
+        var touchedTimes: [FileTimestamp] = []
         for (index, file) in list.files.enumerated() {
             switch verdicts[list.directories.count + index] {
             case .same: break
             case .missing: problems.append("missing: \(list.path(file))")
             case .resized: problems.append("changed: \(list.path(file))")
-            case .touched: toHash.append((list.file(file), root + "/" + list.path(file)))
+            case .touched:
+                let listed = list.file(file)
+                guard let now = changeTime(listed.path) else {
+                    problems.append("missing: \(listed.path)")
+                    continue
+                }
+                if attested.vouches(for: listed, changedAt: now) { continue }
+                toHash.append((listed, root + "/" + listed.path))
+                touchedTimes.append(now)
             }
         }
         if !moved.isEmpty {
             var known = Set(list.files.map(list.path))
             known.formUnion(list.directories.map(list.path))
-            for directory in moved {
+            for (directory, now) in moved {
                 let relative = directory == "." ? "" : directory
                 let descriptor = openat(rootDescriptor, directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 guard descriptor >= 0 else { continue }
+                var clean = true
                 for name in Self.names(in: descriptor) {
                     let path = relative.isEmpty ? name : relative + "/" + name
-                    if !known.contains(path) { problems.append("added: \(path)") }
+                    if !known.contains(path) {
+                        problems.append("added: \(path)")
+                        clean = false
+                    }
                 }
+                if clean { earned.directories[directory] = now }
             }
         }
-        problems += Self.hashMismatches(toHash)
-        return IntegrityReport(problems: problems.sorted())
+        let mismatches = Self.hashMismatches(toHash)
+        if !toHash.isEmpty {
+            let failed = Set(mismatches)
+            for ((file, _), now) in zip(toHash, touchedTimes) where !failed.contains("changed: \(file.path)") {
+                var attestedFile = file
+                attestedFile.changedAt = now
+                earned.files[file.path] = attestedFile
+            }
+        }
+        problems += mismatches
+        return (IntegrityReport(problems: problems.sorted()), earned)
     }
 
     /// What an entry's status says about it: for a folder, anything but `same` means it moved.

@@ -11,13 +11,15 @@ public struct ConfigurationOverrides: Sendable, Equatable {
     public var signaturePolicy: String?
     public var language: String?
     public var offline: Bool?
+    public var delta: Bool?
 
     /// Overrides with the given values.
     public init(
         platform: String? = nil, projectId: String? = nil, subscriptionKey: String? = nil,
         preview: Bool? = nil, cacheDirectory: String? = nil, signaturePolicy: String? = nil,
-        language: String? = nil, offline: Bool? = nil
+        language: String? = nil, offline: Bool? = nil, delta: Bool? = nil
     ) {
+        self.delta = delta
         self.platform = platform
         self.projectId = projectId
         self.subscriptionKey = subscriptionKey
@@ -92,6 +94,9 @@ public struct ConfigurationLoader: Sendable {
         }
         if let offline = try lookup.bool("offline", flag: "--offline", variable: "MINIAPP_OFFLINE", override: overrides.offline) {
             configuration.offline = offline
+        }
+        if let delta = try lookup.bool("delta", flag: "--no-delta", variable: "MINIAPP_DELTA", override: overrides.delta) {
+            configuration.delta = delta
         }
         if let policy = try lookup.string("signaturePolicy", flag: "--signature-policy", variable: "MINIAPP_SIGNATURE_POLICY", override: overrides.signaturePolicy) {
             guard let value = SignaturePolicy(rawValue: policy.value) else {

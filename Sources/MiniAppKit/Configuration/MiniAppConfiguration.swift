@@ -137,6 +137,9 @@ public struct MiniAppConfiguration: Sendable, Equatable, CustomStringConvertible
     public var lockTimeout: Duration
     /// What `cache prune` keeps when not told otherwise.
     public var retention: RetentionPolicy
+    /// Whether an update may be assembled from the app's kept zip and ranged requests for what changed
+    /// (on by default; off means every version downloads its whole zip).
+    public var delta: Bool = true
 
     /// A configuration with the given values.
     public init(

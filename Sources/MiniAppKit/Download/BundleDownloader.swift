@@ -16,11 +16,13 @@ struct DownloadedFile: Sendable {
 /// Streams bundle zips to disk while hashing them, checking status and length, resuming with HTTP
 /// Range requests after a dropped connection.
 final class BundleDownloader: Sendable {
-    private let connections: LazyHTTPClient
-    private let network: NetworkSettings
-    private let maxBytes: Int64
-    private let pool: BlockingPool
-    private let logger: Logger
+    let connections: LazyHTTPClient
+    let network: NetworkSettings
+    let maxBytes: Int64
+    let pool: BlockingPool
+    let logger: Logger
+    /// Which servers answer several ranges in one request, as learnt by delta downloads.
+    let rangeSupport = RangeSupport()
 
     /// How many redirects one download follows.
     static let maxRedirects = 5
@@ -165,7 +167,7 @@ final class BundleDownloader: Sendable {
 
     /// Streams a response body into the sink; returns `nil` when it is complete, or the failure to
     /// retry with when it ended early.
-    private func receive(
+    func receive(
         _ response: HTTPClientResponse, into sink: DownloadSink, total: Int64?, url: String, attempt: Int, maxBytes: Int64,
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) async throws -> DownloadError? {

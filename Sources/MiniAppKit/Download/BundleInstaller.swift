@@ -206,6 +206,13 @@ public final class BundleInstaller: Sendable {
             var outcome = try await pool.run { Self.reuse(fallback, in: view) }
             outcome.notes.insert("the platform is unavailable (\(error.description)); using cached version \(fallback.versionId)", at: 0)
             return outcome
+        } catch let error as CacheError where platform == nil && versionId == nil && error.category == .badData {
+            // Offline, a damaged newest version that cannot be repaired gives way to an older intact one.
+            let cache = self.cache
+            guard let (view, fallback) = try await pool.run({ cache.lookup(appId: appId, intactOnly: true) }) else { throw error }
+            var outcome = try await pool.run { Self.reuse(fallback, in: view) }
+            outcome.notes.insert("\(error.description); using cached version \(fallback.versionId)", at: 0)
+            return outcome
         }
     }
 
@@ -213,7 +220,10 @@ public final class BundleInstaller: Sendable {
         if let versionId { return AppVersion(versionId: versionId, versionTag: nil) }
         guard let platform else {
             let cache = self.cache
-            guard let newest = try await pool.run({ cache.lookup(appId: appId)?.record }) else { throw CacheError.notCached(appId: appId, versionId: nil) }
+            // The newest version, damaged or not: a damaged one that keeps its zip is repaired.
+            guard let newest = try await pool.run({ cache.records(appId: appId).first ?? cache.lookup(appId: appId)?.record }) else {
+                throw CacheError.notCached(appId: appId, versionId: nil)
+            }
             return AppVersion(versionId: newest.versionId, versionTag: newest.versionTag)
         }
         return try await platform.latestVersion(ofApp: appId).version
@@ -227,18 +237,29 @@ public final class BundleInstaller: Sendable {
         let logger = self.logger
         guard platform != nil else {
             // Offline, an intact copy from any platform's part of the cache will do (lookup checks it).
-            return try await pool.run {
-                if !force, let (view, cached) = cache.lookup(appId: appId, versionId: versionId, intactOnly: true) { return Self.reuse(cached, in: view) }
+            let problems: [String]?
+            do {
+                problems = try await pool.run { () throws -> [String]? in
+                if !force, let (view, cached) = cache.lookup(appId: appId, versionId: versionId, intactOnly: true) { throw Reused(outcome: Self.reuse(cached, in: view)) }
                 if !force, let (view, damaged) = cache.lookup(appId: appId, versionId: versionId) {
-                    throw CacheError.damaged(appId: appId, versionId: versionId, problems: view.check(damaged).problems)
+                    return view.namespace.key == cache.namespace.key && damaged.zipBytes > 0 ? nil : view.check(damaged).problems
                 }
                 throw CacheError.notCached(appId: appId, versionId: versionId)
+                }
+            } catch let reused as Reused {
+                return reused.outcome
             }
+            if let problems { throw CacheError.damaged(appId: appId, versionId: versionId, problems: problems) }
+            // A damaged version that keeps its zip is repaired from it, with no network.
+            guard let repaired = try await repair(appId: appId, versionId: versionId) else {
+                throw CacheError.damaged(appId: appId, versionId: versionId, problems: ["its kept zip is gone"])
+            }
+            return repaired
         }
         if !force, let (reused, leftovers) = try await pool.run({ () -> (InstallOutcome, Bool)? in
             guard let cached = cache.record(appId: appId, versionId: versionId) else { return nil }
             if cache.check(cached).intact { return (Self.reuse(cached, in: cache), cache.hasLeftovers()) }
-            logger.warning("cached version is damaged; reinstalling", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
+            logger.warning("cached version is damaged; repairing it", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
             return nil
         }) {
             // What killed processes left is cleaned by installs; a reuse cleans it too, off the caller's path.
@@ -250,7 +271,85 @@ public final class BundleInstaller: Sendable {
             }
             return reused
         }
+        if !force {
+            // A damaged version that keeps its zip is repaired from it, with no network; a kept zip that
+            // fails its checks is dropped from consideration and the version is downloaded again.
+            do {
+                if let repaired = try await repair(appId: appId, versionId: versionId) { return repaired }
+            } catch let error as CacheError {
+                guard case .keptZipRejected = error else { throw error }
+                logger.warning("kept zip cannot repair the version; downloading it again", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)", "reason": "\(error.description)"])
+            }
+        }
         return try await installFromPlatform(appId: appId, versionId: versionId, versionTag: versionTag, force: force, progress: progress)
+    }
+
+    /// An intact copy found where the offline path looks first.
+    private struct Reused: Error {
+        var outcome: InstallOutcome
+    }
+
+    /// Repairs a damaged cached version from the zip it keeps, with no network: the zip's digest and,
+    /// when the version was verified, its signature (with the key kept at install) are checked again
+    /// first, and ``CacheError/keptZipRejected(appId:versionId:reason:)`` thrown when one fails. Other
+    /// versions that shared a damaged file get the repaired copy too. Returns `nil` when the version is
+    /// not cached or keeps no zip; reuses it when it is intact after all (another process repaired it).
+    private func repair(appId: String, versionId: String) async throws -> InstallOutcome? {
+        let cache = self.cache
+        let offlineVerifier = SignatureVerifier(trusted: verifier.trusted, keyStore: verifier.keyStore, platform: nil)
+        // Nothing to lock (nor folders to make) for a version that is not cached or keeps no zip.
+        guard try await pool.run({ (cache.record(appId: appId, versionId: versionId)?.zipBytes ?? 0) > 0 }) else { return nil }
+        do {
+            return try await repairLocked(appId: appId, versionId: versionId, cache: cache, verifier: offlineVerifier)
+        } catch let reused as Reused {
+            return reused.outcome
+        }
+    }
+
+    private func repairLocked(appId: String, versionId: String, cache: BundleCache, verifier offlineVerifier: SignatureVerifier) async throws -> InstallOutcome? {
+        try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage -> InstallOutcome? in
+            let found = try await pool.run { () -> (InstallRecord, [String], Set<ino_t>, String)?? in
+                guard let record = cache.record(appId: appId, versionId: versionId) else { return .some(nil) }
+                let report = cache.check(record)
+                if report.intact { throw Reused(outcome: Self.reuse(record, in: cache)) }
+                guard record.zipBytes > 0, let zip = cache.keptZipPath(record) else { return .some(nil) }
+                var damaged = Set<ino_t>()
+                var info = stat()
+                for problem in report.problems where problem.hasPrefix("changed: ") {
+                    if lstat(record.path + "/" + problem.dropFirst(9), &info) == 0 { damaged.insert(info.st_ino) }
+                }
+                return (record, report.problems, damaged, zip)
+            }
+            guard let (record, problems, damaged, kept) = found ?? nil else { return nil }
+            let zip = scratch + "/bundle.zip"
+            let digest = try await pool.run { () throws -> [UInt8] in
+                guard link(kept, zip) == 0 || (try? FileHashing.copyBundle(at: kept, to: zip)) != nil else {
+                    throw CacheError.keptZipRejected(appId: appId, versionId: versionId, reason: "it cannot be read")
+                }
+                return try FileHashing.bundle(at: zip).digest
+            }
+            guard digest.hexString == record.sha256 else {
+                throw CacheError.keptZipRejected(appId: appId, versionId: versionId, reason: "its SHA-256 is not the one installed")
+            }
+            var outcome = SignatureOutcome(status: record.signature, keyId: record.keyId)
+            if record.signature == .verified {
+                outcome = await offlineVerifier.check(signature: record.signatureValue, keyId: record.keyId, versionId: versionId, sha256: digest)
+                guard outcome.status == .verified else {
+                    throw CacheError.keptZipRejected(appId: appId, versionId: versionId, reason: "its signature does not verify: \(outcome.error?.description ?? "unknown")")
+                }
+            }
+            let files = try await unpack(zip, into: stage, appId: appId, versionId: versionId, keepAs: record.sha256)
+            var repaired = try await finish(
+                stage: stage, files: files, appId: appId, versionId: versionId, versionTag: record.versionTag, source: .cache,
+                outcome: outcome, sha256: digest, transfer: record.transfer, signature: record.signatureValue, repairing: record
+            )
+            let committed = repaired.record
+            try? await pool.runToCompletion { cache.relinkRepaired(committed, damaged: damaged) }
+            let shown = problems.prefix(3).joined(separator: ", ") + (problems.count > 3 ? ", ..." : "")
+            repaired.notes.insert("version \(versionId) of app \(appId) was damaged (\(shown)); repaired it from its kept zip", at: 0)
+            logger.info("repaired from the kept zip", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
+            return repaired
+        }
     }
 
     /// Records a use of `record` in `view` (the cache it was found in) now: blocking, for the pool.
@@ -280,28 +379,78 @@ public final class BundleInstaller: Sendable {
             }
             var tag = versionTag
             if tag == nil, let described = try? await platform.app(appId, version: versionId) { tag = described.version.versionTag }
-            let manifest = try await platform.fileManifest(appId: appId, versionId: versionId)
-            let downloaded: DownloadedFile
-            let outcome: SignatureOutcome
-            let files: [BundleFile]
-            if manifest.urls.count == 1 {
-                let zip = scratch + "/bundle.zip"
-                async let key = verifier.prefetch(keyId: manifest.signature == nil ? nil : manifest.publicKeyId)
-                downloaded = try await downloader.download(manifest.urls[0], to: zip, progress: progress)
-                outcome = await verifier.check(
+            var manifest = try await platform.fileManifest(appId: appId, versionId: versionId)
+            guard manifest.urls.count == 1 else {
+                guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
+                let (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
+                let transfer = Transfer(method: .full, fetchedBytes: downloaded.size, reusedBytes: 0)
+                return try await finish(
+                    stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network,
+                    outcome: .unverified(.multiFileManifest(versionId: versionId)), sha256: downloaded.sha256, transfer: transfer, signature: nil
+                )
+            }
+            let zip = scratch + "/bundle.zip"
+            var fetched: Int64 = 0
+            var result: (file: DownloadedFile, outcome: SignatureOutcome, transfer: Transfer)?
+            // A delta needs a signature to prove the assembled bytes right, and an earlier zip of the app.
+            let base = configuration.delta && manifest.signature != nil && !manifest.urls[0].isFileURL
+                ? try await pool.run({ cache.keptZip(appId: appId)?.path }) : nil
+            if let base {
+                var restarted = false
+                attempts: while true {
+                    let keyId = manifest.publicKeyId
+                    async let key = verifier.prefetch(keyId: keyId)
+                    let delta = try await downloader.deltaDownload(manifest.urls[0], to: zip, base: base, maxEntries: configuration.extraction.maxEntries, progress: progress)
+                    let prefetched = await key
+                    switch delta {
+                    case .assembled(let file, let fetchedBytes, let reusedBytes):
+                        fetched += fetchedBytes
+                        let outcome = await verifier.check(signature: manifest.signature, keyId: manifest.publicKeyId, prefetched: prefetched, versionId: versionId, sha256: file.sha256)
+                        if outcome.status == .verified {
+                            result = (file, outcome, Transfer(method: reusedBytes > 0 ? .delta : .full, fetchedBytes: fetched, reusedBytes: reusedBytes))
+                        } else {
+                            // Wrong bytes somewhere (a range, or the kept zip): the whole zip decides.
+                            logger.info("assembled zip does not verify; downloading it whole", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
+                        }
+                    case .full(let file, let fetchedBytes):
+                        fetched += fetchedBytes
+                        let outcome = await verifier.check(signature: manifest.signature, keyId: manifest.publicKeyId, prefetched: prefetched, versionId: versionId, sha256: file.sha256)
+                        try enforce(outcome)
+                        result = (file, outcome, Transfer(method: .full, fetchedBytes: fetched, reusedBytes: 0))
+                    case .changed(let fetchedBytes):
+                        fetched += fetchedBytes
+                        logger.info("zip changed during the update; starting over", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
+                        if !restarted {
+                            restarted = true
+                            manifest = try await platform.fileManifest(appId: appId, versionId: versionId)
+                            guard manifest.urls.count == 1 else { throw SignatureError.multiFileManifest(versionId: versionId) }
+                            if manifest.signature != nil { continue attempts }
+                        }
+                    case .unusable(let reason, let fetchedBytes):
+                        fetched += fetchedBytes
+                        logger.info("delta update not possible; downloading the whole zip", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)", "reason": "\(reason)"])
+                    }
+                    break attempts
+                }
+            }
+            if result == nil {
+                let keyId = manifest.signature == nil ? nil : manifest.publicKeyId
+                async let key = verifier.prefetch(keyId: keyId)
+                let file = try await downloader.download(manifest.urls[0], to: zip, progress: progress)
+                fetched += file.size
+                let outcome = await verifier.check(
                     signature: manifest.signature, keyId: manifest.publicKeyId, prefetched: await key,
-                    versionId: versionId, sha256: downloaded.sha256
+                    versionId: versionId, sha256: file.sha256
                 )
                 try enforce(outcome)
-                files = try await unpack(zip, into: stage)
-                let background = self.background
-                try await pool.run { cache.discard(zip, on: background) }
-            } else {
-                guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
-                (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
-                outcome = .unverified(.multiFileManifest(versionId: versionId))
+                result = (file, outcome, Transfer(method: .full, fetchedBytes: fetched, reusedBytes: 0))
             }
-            return try await finish(stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network, outcome: outcome, sha256: downloaded.sha256)
+            guard let result else { throw CancellationError() }
+            let files = try await unpack(zip, into: stage, appId: appId, versionId: versionId, keepAs: result.file.sha256.hexString)
+            return try await finish(
+                stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network,
+                outcome: result.outcome, sha256: result.file.sha256, transfer: result.transfer, signature: manifest.signature
+            )
         }
     }
 
@@ -319,12 +468,17 @@ public final class BundleInstaller: Sendable {
         try Identifier.validate(appId, as: .app)
         try Identifier.validate(versionId, as: .version)
         if let keyId { try Identifier.validate(keyId, as: .key) }
-        let sha256 = try await pool.run { try FileHashing.bundle(at: path).digest }
-        return try await withLockedStage(appId: appId, versionId: versionId) { _, stage in
+        // The bundle is read once, into the copy the cache keeps: its digest is what is verified.
+        return try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
+            let zip = scratch + "/bundle.zip"
+            let (sha256, size) = try await pool.run { try FileHashing.copyBundle(at: path, to: zip) }
             let outcome = await verifier.check(signature: signature, keyId: keyId, explicitKey: publicKey, versionId: versionId, sha256: sha256)
             try enforce(outcome)
-            let files = try await unpack(path, into: stage)
-            return try await finish(stage: stage, files: files, appId: appId, versionId: versionId, versionTag: versionTag, source: .bundle, outcome: outcome, sha256: sha256)
+            let files = try await unpack(zip, into: stage, appId: appId, versionId: versionId, keepAs: sha256.hexString)
+            return try await finish(
+                stage: stage, files: files, appId: appId, versionId: versionId, versionTag: versionTag, source: .bundle, outcome: outcome,
+                sha256: sha256, transfer: Transfer(method: .full, fetchedBytes: size, reusedBytes: 0), signature: signature
+            )
         }
     }
 
@@ -332,7 +486,7 @@ public final class BundleInstaller: Sendable {
     /// it. After a success, the scratch folder (with a replaced version in it) is moved to the trash and
     /// deleted in the background. After a failure or a cancellation, the scratch folder and the folders
     /// this made are deleted before the error is thrown, so that the cache is exactly as it was.
-    private func withLockedStage(appId: String, versionId: String, _ body: (_ scratch: String, _ stage: String) async throws -> InstallOutcome) async throws -> InstallOutcome {
+    private func withLockedStage<T>(appId: String, versionId: String, _ body: (_ scratch: String, _ stage: String) async throws -> T) async throws -> T {
         let cache = self.cache
         let created = try await pool.run { () throws -> [String] in
             let created = try cache.prepare()
@@ -367,24 +521,39 @@ public final class BundleInstaller: Sendable {
     /// A cancellation that comes before the commit stops it; once committing, the install completes.
     private func finish(
         stage: String, files: [BundleFile], appId: String, versionId: String, versionTag: String?,
-        source: InstallSource, outcome: SignatureOutcome, sha256: [UInt8]
+        source: InstallSource, outcome: SignatureOutcome, sha256: [UInt8], transfer: Transfer?, signature: String?,
+        repairing repaired: InstallRecord? = nil
     ) async throws -> InstallOutcome {
         try Task.checkCancellation()
         let now = Date()
-        let record = InstallRecord(
+        var record = InstallRecord(
             id: appId, versionId: versionId, versionTag: versionTag, path: "", source: source, signature: outcome.status,
             signatureDetail: outcome.error?.description, keyId: outcome.keyId, sha256: sha256.hexString,
             sizeBytes: files.reduce(0) { $0 + $1.size }, installedAt: now, lastUsedAt: now,
             platform: cache.namespace.platform, projectId: cache.namespace.projectId
         )
+        record.transfer = transfer
+        record.signatureValue = outcome.status == .verified ? signature : nil
+        if let repaired {
+            // A repair restores the version as it was installed, and says when.
+            record = repaired
+            record.source = repaired.installedSource ?? repaired.source
+            record.repairedAt = now
+            record.lastUsedAt = now
+        }
         let cache = self.cache
         let keyStore = verifier.keyStore
+        let background = self.background
+        let staged = record
         var committed = try await pool.runToCompletion { () throws -> InstallRecord in
-            let committed = try cache.commit(stage: stage, record: record)
+            var committed = try cache.commit(stage: stage, record: staged)
             if let key = outcome.fetchedKey { keyStore?.store(key) }
+            committed.zipBytes = cache.keptZipBytes(committed)
+            // Only the most recently installed version of an app keeps its zip.
+            if committed.zipBytes > 0 { cache.dropKeptZips(appId: appId, except: versionId, on: background) }
             return committed
         }
-        committed.source = source
+        committed.source = repaired == nil ? source : .cache
         logger.info("installed", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)", "signature": "\(outcome.status.rawValue)"])
         return InstallOutcome(record: committed, notes: Self.signatureNotes(committed))
     }
@@ -397,18 +566,29 @@ public final class BundleInstaller: Sendable {
         logger.debug("signature not verified; installing under the advisory policy", metadata: ["detail": "\(outcome.error?.description ?? "")"])
     }
 
-    /// Extracts `zip` into `stage/bundle`, stripping one top folder, checks its manifest.json, and
-    /// writes `stage/files.list`, on the pool.
-    private func unpack(_ zip: String, into stage: String) async throws -> [BundleFile] {
+    /// Extracts `zip` into `stage/bundle` (files read-only), stripping one top folder, checks its
+    /// manifest.json, links files identical to another cached version's to it, and writes
+    /// `stage/files.list`, on the pool. With `keepAs`, the zip then moves to `stage/<keepAs>.zip`, the
+    /// copy the cache keeps.
+    private func unpack(_ zip: String, into stage: String, appId: String, versionId: String, keepAs: String?) async throws -> [BundleFile] {
         let limits = configuration.extraction
+        let cache = self.cache
         return try await pool.run {
             let raw = stage + "/raw"
-            let result = try ArchiveExtractor(limits: limits).extract(zip, into: raw)
+            var extractor = ArchiveExtractor(limits: limits)
+            extractor.fileMode = 0o444
+            let result = try extractor.extract(zip, into: raw)
             guard rename(result.bundleDirectory, stage + "/bundle") == 0 else { throw CacheError.system(stage + "/bundle") }
             if result.bundleDirectory != raw { rmdir(raw) }
             _ = try BundleManifest.read(bundleDirectory: stage + "/bundle")
-            try Self.writeFileList(result.files, directories: result.directories, stage: stage)
-            return result.files
+            let files = cache.shareFiles(stage: stage, files: result.files, appId: appId, versionId: versionId)
+            try Self.writeFileList(files, directories: result.directories, stage: stage)
+            if let keepAs {
+                let kept = stage + "/" + keepAs + ".zip"
+                guard rename(zip, kept) == 0 || link(zip, kept) == 0 else { throw CacheError.system(kept) }
+                chmod(kept, 0o444)
+            }
+            return files
         }
     }
 
@@ -466,7 +646,7 @@ public final class BundleInstaller: Sendable {
             } catch DownloadError.tooLarge(_, let limit) where limit < configuration.maxDownloadBytes {
                 throw ArchiveError.tooLarge(limitBytes: limits.maxUnpackedBytes)
             }
-            chmod(target, 0o644)
+            chmod(target, 0o444)
             var info = stat()
             stat(target, &info)
             files.append(BundleFile(path: filePath, size: file.size, sha256: file.sha256.hexString,

@@ -1,0 +1,226 @@
+import Foundation
+import MiniAppCore
+
+/// Change times vouched for after a version's `files.list` was written.
+///
+/// A hard link made or removed changes the linked file's change time, for every version that holds it.
+/// When the cache itself does that (sharing a file with a new version, deleting an old version), or when
+/// a quick check has hashed a file whose change time moved and found it intact, the new change time is
+/// written to the version's `attested.list` (the format of `files.list`): the next quick check takes a
+/// file or folder whose change time equals the attested one, with the same size and digest, as
+/// unchanged, and stays quick.
+struct Attestations: Sendable {
+    var files: [String: BundleFile] = [:]
+    var directories: [String: FileTimestamp] = [:]
+
+    var isEmpty: Bool { files.isEmpty && directories.isEmpty }
+
+    /// Whether `file`, whose change time now is `changedAt`, is attested unchanged.
+    func vouches(for file: BundleFile, changedAt: FileTimestamp) -> Bool {
+        guard let attested = files[file.path] else { return false }
+        return attested.changedAt == changedAt && attested.size == file.size && attested.sha256 == file.sha256
+    }
+
+    /// These attestations with `newer` ones over them.
+    func merged(with newer: Attestations) -> Attestations {
+        Attestations(
+            files: files.merging(newer.files) { _, new in new },
+            directories: directories.merging(newer.directories) { _, new in new }
+        )
+    }
+}
+
+extension BundleCache {
+    static let attestationsFile = "attested.list"
+
+    /// The attestations kept for the version in `directory`.
+    func attestations(in directory: String) -> Attestations {
+        guard let bytes = FileReading.contents(directory + "/" + Self.attestationsFile, followingLinks: false),
+              let list = BundleFileList(decoding: bytes) else { return Attestations() }
+        return Attestations(
+            files: Dictionary(list.files.map { ($0.path, $0) }, uniquingKeysWith: { _, last in last }),
+            directories: Dictionary(list.directories.map { ($0.path, $0.changedAt) }, uniquingKeysWith: { _, last in last })
+        )
+    }
+
+    /// Adds `newer` to the attestations of the version in `directory`; a failure (a read-only cache) only
+    /// costs a hash next time. The version folder must be a real folder.
+    func attest(_ newer: Attestations, in directory: String) {
+        guard !newer.isEmpty, Self.isRealDirectory(directory) else { return }
+        let all = attestations(in: directory).merged(with: newer)
+        let list = BundleFileList(
+            files: all.files.values.sorted { $0.path < $1.path },
+            directories: all.directories.map { BundleDirectory(path: $0.key, changedAt: $0.value) }.sorted { $0.path < $1.path }
+        )
+        try? Durability.writeAtomically(list.encoded(), to: directory + "/" + Self.attestationsFile, durable: false)
+    }
+
+    // MARK: Kept zips
+
+    /// Where the version of `record` keeps its zip: `<sha256>.zip` in the version folder.
+    public func keptZipPath(_ record: InstallRecord) -> String? {
+        guard record.sha256.utf8.count == 64, record.sha256.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
+        return versionDirectory(appId: record.id, versionId: record.versionId) + "/" + record.sha256 + ".zip"
+    }
+
+    /// The size of the kept zip of `record`'s version, 0 when it keeps none.
+    func keptZipBytes(_ record: InstallRecord) -> Int64 {
+        var info = stat()
+        guard let path = keptZipPath(record), lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return 0 }
+        return Int64(info.st_size)
+    }
+
+    /// Checks the kept zip of `record`'s version again, on ``threadPool``: its SHA-256 must be the one
+    /// installed and, when the version was verified, its recorded signature must verify with the key
+    /// kept at install (no network) and one of `trustedKeys` when any are given. Returns `nil` when it
+    /// passes, or what failed; throws ``CacheError/notCached(appId:versionId:)`` when no zip is kept.
+    public func verifyKeptZip(_ record: InstallRecord, trustedKeys: [String] = []) async throws -> String? {
+        guard record.zipBytes > 0, let path = keptZipPath(record) else { throw CacheError.notCached(appId: record.id, versionId: record.versionId) }
+        let digest: [UInt8]
+        do {
+            digest = try await pool.run { try FileHashing.bundle(at: path).digest }
+        } catch {
+            return "it cannot be read"
+        }
+        guard digest.hexString == record.sha256 else { return "its SHA-256 is not the one installed" }
+        guard record.signature == .verified else { return nil }
+        let verifier = SignatureVerifier(
+            trusted: try TrustedKeys(trustedKeys), keyStore: KeyStore(directory: root + "/keys/" + namespace.key, lifetime: .seconds(0)), platform: nil
+        )
+        let outcome = await verifier.check(signature: record.signatureValue, keyId: record.keyId, versionId: record.versionId, sha256: digest)
+        return outcome.status == .verified ? nil : "its signature does not verify: \(outcome.error?.description ?? "unknown")"
+    }
+
+    /// The kept zip of `appId`: the one of its most recently installed version that keeps one.
+    func keptZip(appId: String) -> (record: InstallRecord, path: String)? {
+        for record in records(appId: appId) where record.zipBytes > 0 {
+            if let path = keptZipPath(record) { return (record, path) }
+        }
+        return nil
+    }
+
+    /// Deletes the kept zips of the versions of `appId` other than `versionId`: only the most recently
+    /// installed version keeps its zip.
+    func dropKeptZips(appId: String, except versionId: String, on background: BackgroundWork?) {
+        for record in records(appId: appId) where record.versionId != versionId && record.zipBytes > 0 {
+            guard let path = keptZipPath(record) else { continue }
+            if let background { discard(path, on: background) } else { unlink(path) }
+        }
+    }
+
+    // MARK: Shared files
+
+    /// A file of a cached version that a new version may share.
+    private struct Candidate {
+        var directory: String
+        var file: BundleFile
+        var attested: BundleFile?
+        var path: String { directory + "/bundle/" + file.path }
+    }
+
+    /// Every intact-listed file of the cached versions of `appId` other than `versionId`, by digest.
+    private func candidates(appId: String, excluding versionId: String) -> [String: [Candidate]] {
+        var bySha: [String: [Candidate]] = [:]
+        for record in records(appId: appId) where record.versionId != versionId {
+            let directory = versionDirectory(appId: record.id, versionId: record.versionId)
+            guard let bytes = FileReading.contents(directory + "/files.list", followingLinks: false),
+                  record.fileListDigest == nil || SHA256Digest.hash(bytes).hexString == record.fileListDigest,
+                  let list = BundleFileList(decoding: bytes) else { continue }
+            let attested = attestations(in: directory)
+            for file in list.files {
+                bySha[file.sha256, default: []].append(Candidate(directory: directory, file: file, attested: attested.files[file.path]))
+            }
+        }
+        return bySha
+    }
+
+    /// Hard-links each file of the staged bundle (`stage/bundle`) that has an identical copy in another
+    /// cached version of `appId` to that copy, instead of keeping a second one; returns `files` with the
+    /// change times the links gave them. A copy is only linked while its change time is the one its
+    /// version recorded (it is unchanged since it was hashed). Where a link cannot be made (a link limit,
+    /// another file system) the written file stays. The versions whose files were linked get their new
+    /// change times attested.
+    func shareFiles(stage: String, files: [BundleFile], appId: String, versionId: String) -> [BundleFile] {
+        let bySha = candidates(appId: appId, excluding: versionId)
+        guard !bySha.isEmpty else { return files }
+        var result = files
+        var linked: [Int: ino_t] = [:]
+        let temporary = stage + "/link.tmp"
+        var info = stat()
+        for (index, file) in files.enumerated() where file.size > 0 {
+            guard let candidates = bySha[file.sha256] else { continue }
+            for candidate in candidates where candidate.file.size == file.size {
+                guard lstat(candidate.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == file.size else { continue }
+                let now = FileTimestamp(info.st_ctim)
+                guard candidate.file.changedAt == now || (candidate.attested.map { $0.changedAt == now && $0.sha256 == file.sha256 } ?? false) else { continue }
+                if info.st_mode & 0o7777 != 0o444 { chmod(candidate.path, 0o444) }
+                unlink(temporary)
+                guard link(candidate.path, temporary) == 0 else { continue }
+                guard rename(temporary, stage + "/bundle/" + file.path) == 0 else {
+                    unlink(temporary)
+                    continue
+                }
+                linked[index] = info.st_ino
+                break
+            }
+        }
+        guard !linked.isEmpty else { return files }
+        // The change times once every link is made: the new version's, and the ones to attest for the
+        // versions that hold the same files.
+        var changed: [ino_t: FileTimestamp] = [:]
+        for (index, inode) in linked {
+            guard lstat(stage + "/bundle/" + files[index].path, &info) == 0 else { continue }
+            result[index].changedAt = FileTimestamp(info.st_ctim)
+            changed[inode] = FileTimestamp(info.st_ctim)
+        }
+        var byVersion: [String: Attestations] = [:]
+        for index in linked.keys {
+            for candidate in bySha[files[index].sha256] ?? [] {
+                guard lstat(candidate.path, &info) == 0, let time = changed[info.st_ino] else { continue }
+                var file = candidate.file
+                file.changedAt = time
+                byVersion[candidate.directory, default: Attestations()].files[file.path] = file
+            }
+        }
+        for (directory, attestations) in byVersion { attest(attestations, in: directory) }
+        return result
+    }
+
+    /// After the version of `record` was repaired, gives every other cached version of its app that
+    /// held one of the `damaged` files (by inode) the repaired copy instead, and attests the change.
+    func relinkRepaired(_ record: InstallRecord, damaged: Set<ino_t>) {
+        guard !damaged.isEmpty else { return }
+        let directory = versionDirectory(appId: record.id, versionId: record.versionId)
+        guard let bytes = FileReading.contents(directory + "/files.list", followingLinks: false),
+              let list = BundleFileList(decoding: bytes) else { return }
+        let repaired = Dictionary(list.files.map { ($0.sha256, $0) }, uniquingKeysWith: { first, _ in first })
+        var info = stat()
+        for other in records(appId: record.id) where other.versionId != record.versionId {
+            let otherDirectory = versionDirectory(appId: other.id, versionId: other.versionId)
+            guard let otherBytes = FileReading.contents(otherDirectory + "/files.list", followingLinks: false),
+                  let otherList = BundleFileList(decoding: otherBytes) else { continue }
+            var attestations = Attestations()
+            for file in otherList.files {
+                let path = otherDirectory + "/bundle/" + file.path
+                guard lstat(path, &info) == 0, damaged.contains(info.st_ino), let good = repaired[file.sha256] else { continue }
+                let temporary = otherDirectory + "/link.tmp"
+                unlink(temporary)
+                guard link(directory + "/bundle/" + good.path, temporary) == 0 else { continue }
+                guard rename(temporary, path) == 0 else {
+                    unlink(temporary)
+                    continue
+                }
+                if lstat(path, &info) == 0 {
+                    var attested = file
+                    attested.changedAt = FileTimestamp(info.st_ctim)
+                    attestations.files[file.path] = attested
+                    let folder = (file.path as NSString).deletingLastPathComponent
+                    if lstat((path as NSString).deletingLastPathComponent, &info) == 0 {
+                        attestations.directories[folder.isEmpty ? "." : folder] = FileTimestamp(info.st_ctim)
+                    }
+                }
+            }
+            attest(attestations, in: otherDirectory)
+        }
+    }
+}

@@ -1,0 +1,422 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import MiniAppCore
+
+/// How a delta download ended.
+enum DeltaOutcome: Sendable {
+    /// The zip was assembled from the kept zip and the ranges fetched; its digest is still to be checked
+    /// against the signature.
+    case assembled(DownloadedFile, fetchedBytes: Int64, reusedBytes: Int64)
+    /// The server sent the whole zip (it ignored the ranges); that answer was kept as a full download.
+    case full(DownloadedFile, fetchedBytes: Int64)
+    /// The zip changed on the server between two requests (another ETag or size): the caller starts over
+    /// from the file manifest.
+    case changed(fetchedBytes: Int64)
+    /// Something else made the delta doubtful (no range support, a malformed answer, a kept zip that
+    /// cannot be read): the caller downloads the whole zip.
+    case unusable(reason: String, fetchedBytes: Int64)
+}
+
+/// What the downloader has learnt about servers' multi-range answers, by origin, for its lifetime.
+final class RangeSupport: Sendable {
+    private let known = NIOLockedValueBox<[String: Bool]>([:])
+
+    /// Whether the origin of `url` answers several ranges in one request; `nil` until learnt.
+    func multipart(_ url: String) -> Bool? {
+        known.withLockedValue { $0[Self.origin(url)] }
+    }
+
+    func learn(_ url: String, multipart: Bool) {
+        known.withLockedValue { $0[Self.origin(url)] = multipart }
+    }
+
+    static func origin(_ url: String) -> String {
+        guard let components = URLComponents(string: url) else { return url }
+        return "\(components.scheme ?? "")://\(components.host ?? ""):\(components.port.map(String.init) ?? "")"
+    }
+}
+
+extension BundleDownloader {
+    /// How many bytes of the zip's end the first request asks for: the end records and, for bundles of
+    /// about a thousand files, the whole central directory (a bigger one takes a second request).
+    static let tailBytes: UInt64 = 128 << 10
+    /// The most ranges one request asks for.
+    static let maxRangesPerRequest = 64
+
+    /// Downloads the zip at `url` into a new file at `path`, copying from the kept zip at `base` every
+    /// entry whose bytes it already holds and fetching the rest with ranged requests. The new file is
+    /// written in order and hashed as it is written; the caller checks its digest against the signature.
+    func deltaDownload(
+        _ url: URL, to path: String, base: String, maxEntries: Int, progress: (@Sendable (DownloadProgress) -> Void)?
+    ) async throws -> DeltaOutcome {
+        let run = DeltaRun(downloader: self, url: url.absoluteString, maxEntries: maxEntries, progress: progress)
+        do {
+            return try await run.perform(path: path, base: base)
+        } catch let stop as DeltaRun.Stop {
+            await run.closeSink()
+            switch stop {
+            case .changed: return .changed(fetchedBytes: run.fetched)
+            case .unusable(let reason): return .unusable(reason: reason, fetchedBytes: run.fetched)
+            }
+        } catch {
+            await run.closeSink()
+            throw error
+        }
+    }
+}
+
+/// One delta download's state: the requests it made, the kept zip, and the new zip's file.
+private final class DeltaRun: @unchecked Sendable {
+    enum Stop: Error {
+        case changed
+        case unusable(String)
+    }
+
+    let downloader: BundleDownloader
+    var url: String
+    let maxEntries: Int
+    let progress: (@Sendable (DownloadProgress) -> Void)?
+    let deadline: NIODeadline
+    /// Response body bytes received, over every request.
+    var fetched: Int64 = 0
+    var validator: String?
+    var size: UInt64 = 0
+    var sink: DownloadSink?
+    /// The kept zip, open for copying.
+    var baseDescriptor: Int32 = -1
+    var plan = DeltaPlan(pieces: [])
+    /// How far the new file is written.
+    var cursor: UInt64 = 0
+    /// The piece holding `cursor`.
+    var pieceIndex = 0
+    var tailStart: UInt64 = 0
+
+    init(downloader: BundleDownloader, url: String, maxEntries: Int, progress: (@Sendable (DownloadProgress) -> Void)?) {
+        self.downloader = downloader
+        self.url = url
+        self.maxEntries = maxEntries
+        self.progress = progress
+        self.deadline = .now() + downloader.network.retry.totalBudget.timeAmount
+    }
+
+    deinit {
+        if baseDescriptor >= 0 { close(baseDescriptor) }
+    }
+
+    func closeSink() async {
+        await sink?.close()
+        sink = nil
+    }
+
+    func perform(path: String, base: String) async throws -> DeltaOutcome {
+        let pool = downloader.pool
+        let maxEntries = self.maxEntries
+        guard let old = try? await pool.run({ try ZipLayout.read(base, maxEntries: maxEntries) }) else {
+            throw Stop.unusable("the kept zip cannot be read")
+        }
+        baseDescriptor = open(base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard baseDescriptor >= 0 else { throw Stop.unusable("the kept zip cannot be opened") }
+
+        // 1. The end of the new zip: its size, its validator and its central directory.
+        var response = try await request(range: "bytes=-\(BundleDownloader.tailBytes)")
+        guard response.status == .partialContent else {
+            if response.status == .ok { return try await keepWhole(response, path: path) }
+            throw Stop.unusable("the server answered \(response.status.code) to a range request")
+        }
+        guard let tailRange = Self.contentRange(response.headers) else { throw Stop.unusable("the server's answer has no Content-Range") }
+        size = tailRange.total
+        guard size <= UInt64(downloader.maxBytes) else { throw DownloadError.tooLarge(url: url, limitBytes: downloader.maxBytes) }
+        validator = response.headers.first(name: "ETag")
+        var tail = try await collect(response, expected: tailRange.range)
+        guard tailRange.range.upperBound == size else { throw Stop.unusable("the server sent another part of the zip than its end") }
+        var new: ZipLayout
+        let tailSource = ZipTail(bytes: tail, size: size)
+        do {
+            new = try ZipDirectory.layout(of: tailSource, maxEntries: maxEntries)
+        } catch {
+            guard let missing = tailSource.missingFrom else { throw Stop.unusable("the new zip's central directory cannot be read (\(error.description))") }
+            // A central directory bigger than the first request: one more for the rest of it.
+            let start = tailRange.range.lowerBound
+            response = try await request(range: "bytes=\(missing)-\(start - 1)")
+            guard response.status == .partialContent, let more = Self.contentRange(response.headers), more.range == missing..<start else {
+                throw Stop.unusable("the server did not send the central directory")
+            }
+            try checkSame(response.headers, total: more.total)
+            tail = try await collect(response, expected: more.range) + tail
+            do {
+                new = try ZipDirectory.layout(of: ZipTail(bytes: tail, size: size), maxEntries: maxEntries)
+            } catch {
+                throw Stop.unusable("the new zip's central directory cannot be read (\(error.description))")
+            }
+        }
+        tailStart = size - UInt64(tail.count)
+        plan = DeltaPlan.make(new: new, old: old, end: tailStart)
+        let ranges = plan.fetchRanges
+        downloader.logger.debug("delta plan", metadata: [
+            "url": "\(url)", "reused": "\(plan.reusedBytes)", "ranges": "\(ranges.count)",
+            "fetch": "\(ranges.reduce(0) { $0 + $1.count })", "size": "\(size)",
+        ])
+        sink = try DownloadSink(path: path)
+
+        // 2. The ranges that changed, copying what did not in between, in order.
+        var next = 0
+        while next < ranges.count {
+            let multipart = downloader.rangeSupport.multipart(url)
+            let count = multipart == false ? 1 : min(BundleDownloader.maxRangesPerRequest, ranges.count - next)
+            let batch = Array(ranges[next..<(next + count)])
+            let asksSeveral = batch.count > 1
+            response = try await request(range: "bytes=" + batch.map { "\($0.lowerBound)-\($0.upperBound - 1)" }.joined(separator: ","))
+            if response.status == .ok {
+                // A server that ignores ranges sends the whole zip: that answer is the download.
+                if asksSeveral { downloader.rangeSupport.learn(url, multipart: false) }
+                return try await keepWhole(response, path: path)
+            }
+            guard response.status == .partialContent else { throw Stop.unusable("the server answered \(response.status.code) to a range request") }
+            if let type = response.headers.first(name: "Content-Type"), let boundary = MultipartByteRanges.boundary(contentType: type) {
+                if asksSeveral { downloader.rangeSupport.learn(url, multipart: true) }
+                try await receiveParts(response, boundary: boundary)
+            } else {
+                guard let part = Self.contentRange(response.headers) else { throw Stop.unusable("the server's answer has no Content-Range") }
+                try checkSame(response.headers, total: part.total)
+                // A single part for several ranges: the server answers one range per request.
+                if asksSeveral, part.range.upperBound < batch.last!.upperBound { downloader.rangeSupport.learn(url, multipart: false) }
+                try await receive(response, part: part.range)
+            }
+            // Whatever the answer covered is written; the next request starts at the first range not
+            // written yet.
+            while next < ranges.count, ranges[next].upperBound <= cursor { next += 1 }
+            if next < ranges.count, ranges[next].lowerBound < cursor {
+                throw Stop.unusable("the server sent part of a range")
+            }
+        }
+        // 3. What is left: copies, then the zip's end, already fetched.
+        try await advance(to: tailStart)
+        if cursor < size {
+            let skip = Int(cursor - tailStart)
+            try await append(ByteBuffer(bytes: tail[skip...]))
+        }
+        guard let sink else { throw Stop.unusable("internal state") }
+        self.sink = nil
+        let file = try await sink.finish()
+        guard file.size == Int64(size) else { throw Stop.unusable("the assembled zip has \(file.size) bytes instead of \(size)") }
+        return .assembled(file, fetchedBytes: fetched, reusedBytes: Int64(plan.reusedBytes))
+    }
+
+    /// Sends a GET for `range`, following redirects; returns the response with its body unread.
+    private func request(range: String) async throws -> HTTPClientResponse {
+        var redirects = 0
+        while true {
+            try Task.checkCancellation()
+            var request = HTTPClientRequest(url: url)
+            request.headers.add(name: "User-Agent", value: PackageInfo.userAgent)
+            request.headers.add(name: "Range", value: range)
+            let response: HTTPClientResponse
+            do {
+                response = try await downloader.connections.execute(request, deadline: deadline)
+            } catch let error as HTTPClientError where error == .cancelled {
+                throw CancellationError()
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                throw Stop.unusable("a range request failed (\(PlatformClient.describe(error)))")
+            }
+            switch response.status.code {
+            case 301, 302, 303, 307, 308:
+                guard let location = response.headers.first(name: "Location"), let next = URL(string: location, relativeTo: URL(string: url)),
+                      ["http", "https"].contains(next.scheme?.lowercased() ?? ""), redirects < BundleDownloader.maxRedirects else {
+                    throw Stop.unusable("the server redirected a range request")
+                }
+                redirects += 1
+                url = next.absoluteString
+            case 206:
+                if validator != nil || size > 0 {
+                    guard let part = Self.contentRange(response.headers) ?? (Self.isMultipart(response.headers) ? (0..<0, size) : nil) else {
+                        throw Stop.unusable("the server's answer has no Content-Range")
+                    }
+                    try checkSame(response.headers, total: part.total)
+                }
+                return response
+            default:
+                return response
+            }
+        }
+    }
+
+    private static func isMultipart(_ headers: HTTPHeaders) -> Bool {
+        headers.first(name: "Content-Type").flatMap(MultipartByteRanges.boundary(contentType:)) != nil
+    }
+
+    /// Stops when an answer's ETag or total size is not the first answer's: the zip changed.
+    private func checkSame(_ headers: HTTPHeaders, total: UInt64) throws {
+        guard total == size, headers.first(name: "ETag") == validator else { throw Stop.changed }
+    }
+
+    /// The whole body of an answer that must hold exactly `expected.count` bytes.
+    private func collect(_ response: HTTPClientResponse, expected: Range<UInt64>) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(expected.count)
+        do {
+            for try await chunk in response.body {
+                fetched += Int64(chunk.readableBytes)
+                bytes += chunk.readableBytesView
+                guard bytes.count <= expected.count else { throw Stop.unusable("the server sent more bytes than its Content-Range says") }
+            }
+        } catch let stop as Stop {
+            throw stop
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw Stop.unusable("a range answer broke off (\(PlatformClient.describe(error)))")
+        }
+        guard bytes.count == expected.count else { throw Stop.unusable("the server sent fewer bytes than its Content-Range says") }
+        return bytes
+    }
+
+    /// Streams a `200` answer (the whole zip) into the file as a full download.
+    private func keepWhole(_ response: HTTPClientResponse, path: String) async throws -> DeltaOutcome {
+        let sink: DownloadSink
+        if let existing = self.sink {
+            existing.restart()
+            sink = existing
+        } else {
+            sink = try DownloadSink(path: path)
+            self.sink = sink
+        }
+        let total = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
+        if let total, total > downloader.maxBytes { throw DownloadError.tooLarge(url: url, limitBytes: downloader.maxBytes) }
+        let before = fetched
+        if let failure = try await downloader.receive(response, into: sink, total: total, url: url, attempt: 1, maxBytes: downloader.maxBytes, progress: progress) {
+            fetched = before + sink.received
+            throw Stop.unusable("the whole zip broke off (\(failure.description))")
+        }
+        fetched = before + sink.received
+        self.sink = nil
+        return .full(try await sink.finish(), fetchedBytes: fetched)
+    }
+
+    /// Writes the parts of a `multipart/byteranges` answer.
+    private func receiveParts(_ response: HTTPClientResponse, boundary: String) async throws {
+        var reader = MultipartByteRanges(boundary: boundary)
+        var partEnd: UInt64 = 0
+        var position: UInt64 = 0
+        do {
+            for try await chunk in response.body {
+                fetched += Int64(chunk.readableBytes)
+                let events: [MultipartByteRanges.Event]
+                do {
+                    events = try reader.feed(chunk.readableBytesView)
+                } catch {
+                    throw Stop.unusable("the server's multipart answer is malformed (\(error.reason))")
+                }
+                for event in events {
+                    switch event {
+                    case .part(let range, let total):
+                        guard total == size else { throw Stop.changed }
+                        position = range.lowerBound
+                        partEnd = range.upperBound
+                    case .data(let bytes):
+                        try await write(bytes, at: position)
+                        position += UInt64(bytes.count)
+                    case .end:
+                        break
+                    }
+                }
+            }
+        } catch let stop as Stop {
+            throw stop
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch let error as DownloadError {
+            throw error
+        } catch {
+            throw Stop.unusable("a range answer broke off (\(PlatformClient.describe(error)))")
+        }
+        guard reader.isComplete, position == partEnd else { throw Stop.unusable("the server's multipart answer ended early") }
+    }
+
+    /// Writes a single-part answer holding bytes `part`.
+    private func receive(_ response: HTTPClientResponse, part: Range<UInt64>) async throws {
+        var position = part.lowerBound
+        do {
+            for try await chunk in response.body {
+                fetched += Int64(chunk.readableBytes)
+                guard position + UInt64(chunk.readableBytes) <= part.upperBound else { throw Stop.unusable("the server sent more bytes than its Content-Range says") }
+                try await write(Array(chunk.readableBytesView), at: position)
+                position += UInt64(chunk.readableBytes)
+            }
+        } catch let stop as Stop {
+            throw stop
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch let error as DownloadError {
+            throw error
+        } catch {
+            throw Stop.unusable("a range answer broke off (\(PlatformClient.describe(error)))")
+        }
+        guard position == part.upperBound else { throw Stop.unusable("the server sent fewer bytes than its Content-Range says") }
+    }
+
+    /// Writes fetched `bytes` that belong at `offset`: first the copies before them, then the bytes not
+    /// written yet. Bytes of the zip's end, which the first request fetched, are left to it.
+    private func write(_ bytes: [UInt8], at offset: UInt64) async throws {
+        guard offset < tailStart, !bytes.isEmpty else { return }
+        if offset > cursor { try await advance(to: offset) }
+        let end = min(offset + UInt64(bytes.count), tailStart)
+        guard end > cursor else { return }
+        let from = Int(cursor - offset)
+        try await append(ByteBuffer(bytes: bytes[from..<Int(end - offset)]))
+    }
+
+    /// Copies from the kept zip up to `target`; a piece to fetch on the way means the server left a
+    /// range out.
+    private func advance(to target: UInt64) async throws {
+        let pieces = plan.pieces
+        while cursor < target {
+            while pieceIndex < pieces.count, pieces[pieceIndex].end <= cursor { pieceIndex += 1 }
+            guard pieceIndex < pieces.count, let source = pieces[pieceIndex].source else {
+                throw Stop.unusable("the server left out a range")
+            }
+            let piece = pieces[pieceIndex]
+            let end = min(piece.end, target)
+            let from = source + (cursor - piece.offset)
+            let count = Int(min(end - cursor, 1 << 20))
+            let descriptor = baseDescriptor
+            let buffer = try await downloader.pool.run { () throws -> ByteBuffer in
+                var buffer = ByteBufferAllocator().buffer(capacity: count)
+                var failed = false
+                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                    var done = 0
+                    while done < count {
+                        let result = pread(descriptor, raw.baseAddress! + done, count - done, off_t(from) + off_t(done))
+                        if result < 0 && errno == EINTR { continue }
+                        guard result > 0 else {
+                            failed = true
+                            break
+                        }
+                        done += result
+                    }
+                    return done
+                }
+                if failed { throw Stop.unusable("the kept zip is shorter than it was") }
+                return buffer
+            }
+            try await append(buffer)
+        }
+    }
+
+    private func append(_ buffer: ByteBuffer) async throws {
+        guard let sink else { throw Stop.unusable("internal state") }
+        try await sink.append(buffer)
+        cursor += UInt64(buffer.readableBytes)
+        progress?(DownloadProgress(receivedBytes: Int64(cursor), totalBytes: Int64(size)))
+    }
+
+    /// `Content-Range: bytes a-b/total` as `a..<b+1` and `total`.
+    static func contentRange(_ headers: HTTPHeaders) -> (range: Range<UInt64>, total: UInt64)? {
+        headers.first(name: "Content-Range").flatMap(MultipartByteRanges.contentRange).map { (range: $0.0, total: $0.1) }
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import NIOConcurrencyHelpers
+import MiniAppCore
+import MiniAppTestSupport
+import Testing
+
+@testable import MiniAppKit
+
+/// Updates that fetch only what changed, share unchanged files between versions, and repair offline,
+/// against a real server on 127.0.0.1 that counts what it sends.
+@Suite struct DeltaUpdateTests {
+    let cache = try! TemporaryDirectory.make().path + "/cache"
+
+    /// 120 incompressible files of 16 KiB (about 2 MB of zip) plus the hello bundle; version 2 changes
+    /// `changed` of them, scattered.
+    static func files(version: Int, changed: Int = 3) -> [String: String] {
+        var files = BundleFactory.helloFiles
+        var generator = SeededGenerator(seed: 7)
+        for index in 0..<120 {
+            var text = (0..<16384).map { _ in Character(Unicode.Scalar(UInt8.random(in: 33...126, using: &generator))) }
+            if version > 1, index % (120 / max(changed, 1)) == 5 % (120 / max(changed, 1)), index / (120 / max(changed, 1)) < changed { text[0] = "#" }
+            files["assets/part-\(index).js"] = String(text)
+        }
+        return files
+    }
+
+    /// A platform with versions 1 and 2 of app-hello whose zips `host` serves.
+    struct Platform: Sendable {
+        var fixture: PlatformFixture
+        let host: RangeHost
+        let zips: [String: [UInt8]]
+        /// Whether version 2 is published yet.
+        let published = NIOLockedValueBox(false)
+
+        init(host: RangeHost, v2: [String: String] = DeltaUpdateTests.files(version: 2), tamperSignature: Bool = false) throws {
+            let key = try SigningKey.generate()
+            var versions: [FixtureVersion] = []
+            var zips: [String: [UInt8]] = [:]
+            for (id, files) in [("ver-1", DeltaUpdateTests.files(version: 1)), ("ver-2", v2)] {
+                let signed = try BundleFactory.sign(try BundleFactory.zip(files), versionId: id, key: key)
+                let path = "zips/\(id).zip"
+                zips["/" + path] = signed.zip
+                versions.append(FixtureVersion(versionId: id, versionTag: id, files: [path], publicKeyId: "key-1", signature: signed.signature))
+            }
+            fixture = PlatformFixture(
+                apps: [FixtureApp(id: "app-hello", versions: versions.reversed())],
+                keys: ["key-1": (ecKey: key.publicKey.ecKey, pemKey: key.publicKey.pem)]
+            )
+            self.host = host
+            self.zips = zips
+        }
+
+        func handle(_ request: RecordedRequest) -> StubResponse {
+            if let zip = zips[request.path] { return host.serve(zip, request) }
+            guard published.withLockedValue({ $0 }) else {
+                var early = fixture
+                early.apps[0].versions = fixture.apps[0].versions.filter { $0.versionId == "ver-1" }
+                return early.handle(request)
+            }
+            return fixture.handle(request)
+        }
+    }
+
+    /// Installs version 1, then version 2 as an update with the host in `mode`; returns the update's record.
+    func update(
+        mode: RangeMode, v2: [String: String] = DeltaUpdateTests.files(version: 2), configure: (inout MiniAppConfiguration) -> Void = { _ in },
+        then: (Platform, TestHTTPServer, InstallRecord, BundleCache) async throws -> Void = { _, _, _, _ in }
+    ) async throws -> (InstallRecord, RangeHost, Platform) {
+        let host = RangeHost(mode: .multipart)
+        let platform = try Platform(host: host, v2: v2)
+        let cache = self.cache
+        let record = try await withTestServer({ [platform] in platform.handle($0) }) { server in
+            let v1 = try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") }
+            #expect(v1.record.transfer?.method == .full)
+            #expect(v1.record.zipBytes == Int64(platform.zips["/zips/ver-1.zip"]!.count))
+            host.reset()
+            host.mode = mode
+            platform.published.withLockedValue { $0 = true }
+            var configuration = makeConfiguration(server, cache: cache)
+            configure(&configuration)
+            let record = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }.record
+            try await then(platform, server, record, BundleCache(root: cache, namespace: configuration.cacheNamespace))
+            return record
+        }
+        #expect(record.versionId == "ver-2")
+        // Whatever the way, the installed files are version 2's, byte for byte.
+        for (path, text) in v2 {
+            #expect(FileManager.default.contents(atPath: record.path + "/" + path) == Data(text.utf8), "\(path)")
+        }
+        return (record, host, platform)
+    }
+
+    @Test func anUpdateFetchesOnlyTheChangedEntriesInOneMultipartRequest() async throws {
+        var found: BundleCache?
+        let (record, host, platform) = try await update(mode: .multipart, then: { _, _, _, cache in found = cache })
+        let size = platform.zips["/zips/ver-2.zip"]!.count
+        #expect(record.transfer?.method == .delta)
+        #expect(host.bytesSent < size / 5, "sent \(host.bytesSent) of \(size)")
+        #expect(record.transfer?.fetchedBytes == Int64(host.bytesSent))
+        #expect((record.transfer?.reusedBytes ?? 0) + (record.transfer?.fetchedBytes ?? 0) >= Int64(size))
+        #expect(host.zipRequests == 2, "the end, then one request for every changed range: \(host.rangeHeaders)")
+        #expect(host.rangeHeaders.last?.contains(",") == true)
+        // Only the newest version keeps its zip.
+        let view = try #require(found)
+        #expect(view.check(record, thorough: true).intact)
+        #expect(view.records(appId: "app-hello").map { $0.zipBytes } == [Int64(size), 0])
+        #expect(record.zipBytes == Int64(size))
+    }
+
+    @Test func aServerThatAnswersOneRangeAtATimeGetsOneRequestPerRange() async throws {
+        let (record, host, platform) = try await update(mode: .firstRangeOnly)
+        #expect(record.transfer?.method == .delta)
+        #expect(host.zipRequests >= 4, "\(host.rangeHeaders)")
+        #expect(host.bytesSent < platform.zips["/zips/ver-2.zip"]!.count / 5)
+    }
+
+    @Test func aServerThatSendsTheWholeZipForSeveralRangesHasThatAnswerUsedAsTheDownload() async throws {
+        let (record, host, platform) = try await update(mode: .wholeForSeveral)
+        let size = platform.zips["/zips/ver-2.zip"]!.count
+        #expect(record.transfer?.method == .full)
+        #expect(host.bytesSent < size + size / 5, "no byte fetched twice but the zip's end: \(host.bytesSent) of \(size)")
+        #expect(record.transfer?.fetchedBytes == Int64(host.bytesSent))
+    }
+
+    @Test func noRangeSupportIsAFullDownloadOfOneRequest() async throws {
+        let (record, host, platform) = try await update(mode: .none)
+        #expect(record.transfer == Transfer(method: .full, fetchedBytes: Int64(platform.zips["/zips/ver-2.zip"]!.count), reusedBytes: 0))
+        #expect(host.zipRequests == 1)
+    }
+
+    @Test(arguments: [RangeMode.changingETag, .lyingSize])
+    func aZipThatChangesDuringTheUpdateEndsInAVerifiedFullDownload(mode: RangeMode) async throws {
+        let (record, host, _) = try await update(mode: mode)
+        #expect(record.transfer?.method == .full)
+        #expect(record.signature == .verified)
+        #expect(host.zipRequests >= 3)
+    }
+
+    @Test func aTamperedRangeFailsTheDigestAndTheWholeZipDecides() async throws {
+        let (record, _, platform) = try await update(mode: .tampered)
+        #expect(record.transfer?.method == .full)
+        #expect(record.signature == .verified)
+        #expect((record.transfer?.fetchedBytes ?? 0) > Int64(platform.zips["/zips/ver-2.zip"]!.count))
+    }
+
+    @Test func aZipWhoseEveryEntryChangedIsFetchedOnceNotTwice() async throws {
+        let (record, host, platform) = try await update(mode: .multipart, v2: Dictionary(uniqueKeysWithValues: Self.files(version: 2, changed: 120).map { ($0.key, ($0.key.hasSuffix(".json") ? " " : "/*2*/") + $0.value) }))
+        let size = platform.zips["/zips/ver-2.zip"]!.count
+        // Only the folder entries, whose bytes did not change, are reused.
+        #expect((record.transfer?.reusedBytes ?? 1024) < 1024)
+        #expect(host.bytesSent <= size + 1024, "sent \(host.bytesSent) of \(size)")
+    }
+
+    @Test func deltaCanBeTurnedOff() async throws {
+        let (record, host, _) = try await update(mode: .multipart) { $0.delta = false }
+        #expect(record.transfer?.method == .full)
+        #expect(host.rangeHeaders.isEmpty)
+    }
+
+    @Test func unchangedFilesAreSharedReadOnlyAndSurviveTheOlderVersionsRemoval() async throws {
+        var found: BundleCache?
+        let (record, _, _) = try await update(mode: .multipart, then: { _, _, _, cache in found = cache })
+        let view = try #require(found)
+        let older = try #require(view.record(appId: "app-hello", versionId: "ver-1"))
+        var first = stat(), second = stat()
+        #expect(lstat(older.path + "/assets/part-0.js", &first) == 0 && lstat(record.path + "/assets/part-0.js", &second) == 0)
+        #expect(first.st_ino == second.st_ino)
+        #expect(second.st_mode & 0o777 == 0o444)
+        #expect(lstat(older.path + "/assets/part-5.js", &first) == 0 && lstat(record.path + "/assets/part-5.js", &second) == 0)
+        #expect(first.st_ino != second.st_ino, "a changed file is its own")
+        // Both stay intact, and their quick checks stay quick: nothing left to hash.
+        #expect(view.check(older).intact && view.check(record).intact)
+        _ = try await view.remove(appId: "app-hello", versionId: "ver-1")
+        #expect(view.check(record).intact)
+        #expect(view.check(record, thorough: true).intact)
+        #expect(FileManager.default.contents(atPath: record.path + "/assets/part-0.js") == Data(Self.files(version: 2)["assets/part-0.js"]!.utf8))
+    }
+
+    @Test func aDamagedVersionIsRepairedOfflineFromItsKeptZipForEveryVersionSharingTheFile() async throws {
+        let cache = self.cache
+        _ = try await update(mode: .multipart, then: { platform, server, record, view in
+            let older = try #require(view.record(appId: "app-hello", versionId: "ver-1"))
+            // A shared file changed in place, a file removed, a file added.
+            chmod(record.path + "/assets/part-0.js", 0o644)
+            try "tampered".write(toFile: record.path + "/assets/part-0.js", atomically: false, encoding: .utf8)
+            try FileManager.default.removeItem(atPath: record.path + "/assets/part-1.js")
+            try "added".write(toFile: record.path + "/added.js", atomically: false, encoding: .utf8)
+            #expect(!view.check(older).intact, "the shared file is damaged in both")
+            var offline = makeConfiguration(server, cache: cache)
+            offline.offline = true
+            let requests = platform.host.zipRequests
+            let outcome = try await withInstaller(offline) { try await $0.download(appId: "app-hello") }
+            #expect(platform.host.zipRequests == requests, "no network")
+            #expect(outcome.notes.first?.contains("repaired") == true, "\(outcome.notes)")
+            let repaired = try #require(view.record(appId: "app-hello", versionId: "ver-2"))
+            #expect(repaired.repairedAt != nil)
+            #expect(repaired.installedSource == .network)
+            #expect(repaired.transfer == record.transfer)
+            #expect(view.check(repaired, thorough: true).intact)
+            #expect(view.check(older, thorough: true).intact, "the repair restored the shared file for every version")
+            #expect(view.check(older).intact)
+
+            // A kept zip that fails its digest is not used: offline, the damaged version is refused (65).
+            try "tampered".write(toFile: repaired.path + "/index.html", atomically: false, encoding: .utf8)
+            let zip = try #require(view.keptZipPath(repaired))
+            chmod(zip, 0o644)
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: zip))
+            try handle.seek(toOffset: 100)
+            try handle.write(contentsOf: Data([0x42]))
+            try handle.close()
+            #expect(try await view.verifyKeptZip(repaired) != nil)
+            let error = await #expect(throws: CacheError.self) {
+                try await withInstaller(offline) { try await $0.download(appId: "app-hello", versionId: "ver-2") }
+            }
+            #expect(error?.category == .badData)
+            // Online, the version is downloaded again instead.
+            let again = try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") }
+            #expect(again.record.source == .network)
+            #expect(try await view.verifyKeptZip(try #require(view.record(appId: "app-hello", versionId: "ver-2"))) == nil)
+        })
+    }
+}
+
+/// A deterministic random number generator (SplitMix64).
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}

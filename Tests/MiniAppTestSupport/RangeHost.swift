@@ -1,0 +1,129 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// How a ``RangeHost`` answers `Range` requests for zips.
+public enum RangeMode: Sendable {
+    /// Single ranges as 206, several as 206 `multipart/byteranges` (as nginx does).
+    case multipart
+    /// Single ranges as 206; several as a 206 of the first range alone.
+    case firstRangeOnly
+    /// Several ranges as a 200 with the whole zip (as nginx with `max_ranges 1`).
+    case wholeForSeveral
+    /// No range support: every answer is a 200 with the whole zip.
+    case none
+    /// As `multipart`, but the ETag changes after the first request (a zip replaced mid-update).
+    case changingETag
+    /// As `multipart`, but one byte of the first range that is not the zip's end is flipped.
+    case tampered
+    /// As `multipart`, but later answers claim a zip one byte longer.
+    case lyingSize
+}
+
+/// Serves zips with `Range` support in one of several ways, counting requests and body bytes: the
+/// server side of delta-update tests.
+public final class RangeHost: Sendable {
+    private struct State {
+        var mode: RangeMode
+        var requests = 0
+        var zipRequests = 0
+        var bytes = 0
+        var ranges: [String] = []
+        var tamperedOnce = false
+    }
+
+    private let state: NIOLockedValueBox<State>
+
+    public init(mode: RangeMode) {
+        state = NIOLockedValueBox(State(mode: mode))
+    }
+
+    public var mode: RangeMode {
+        get { state.withLockedValue { $0.mode } }
+        set { state.withLockedValue { $0.mode = newValue } }
+    }
+
+    /// Requests for zips, and the body bytes sent for them, since the last ``reset()``.
+    public var zipRequests: Int { state.withLockedValue { $0.zipRequests } }
+    public var bytesSent: Int { state.withLockedValue { $0.bytes } }
+    /// The `Range` headers received, in order.
+    public var rangeHeaders: [String] { state.withLockedValue { $0.ranges } }
+
+    public func reset() {
+        state.withLockedValue {
+            $0.zipRequests = 0
+            $0.requests = 0
+            $0.bytes = 0
+            $0.ranges = []
+            $0.tamperedOnce = false
+        }
+    }
+
+    /// The answer to `request` for `blob`.
+    public func serve(_ blob: [UInt8], _ request: RecordedRequest) -> StubResponse {
+        let response = answer(blob, request)
+        state.withLockedValue {
+            $0.zipRequests += 1
+            $0.bytes += response.body.count
+        }
+        return response
+    }
+
+    private func answer(_ blob: [UInt8], _ request: RecordedRequest) -> StubResponse {
+        let (mode, count) = state.withLockedValue { state -> (RangeMode, Int) in
+            state.requests += 1
+            if let range = request.header("Range") { state.ranges.append(range) }
+            return (state.mode, state.requests)
+        }
+        let etag = mode == .changingETag && count > 1 ? "\"changed-\(count)\"" : "\"\(blob.count)-\(CRC32.checksum(blob))\""
+        var headers = [("ETag", etag), ("Accept-Ranges", mode == .none ? "none" : "bytes")]
+        let whole = StubResponse(status: 200, headers: headers + [("Content-Type", "application/zip")], body: blob)
+        guard mode != .none, let value = request.header("Range"), let ranges = Self.ranges(value, size: blob.count) else { return whole }
+        guard !ranges.isEmpty else { return StubResponse(status: 416, headers: [("Content-Range", "bytes */\(blob.count)")]) }
+        let total = mode == .lyingSize && count > 1 ? blob.count + 1 : blob.count
+        var data = blob
+        if mode == .tampered, ranges.first!.upperBound < blob.count {
+            let flip = state.withLockedValue { state -> Bool in
+                defer { state.tamperedOnce = true }
+                return !state.tamperedOnce
+            }
+            if flip { data[ranges.first!.lowerBound] ^= 0xFF }
+        }
+        if ranges.count == 1 || mode == .firstRangeOnly {
+            let range = ranges[0]
+            headers.append(("Content-Type", "application/zip"))
+            headers.append(("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(total)"))
+            return StubResponse(status: 206, headers: headers, body: Array(data[range]))
+        }
+        if mode == .wholeForSeveral { return whole }
+        let boundary = "00000000000000000042"
+        var body: [UInt8] = []
+        for range in ranges {
+            body += Array("\r\n--\(boundary)\r\nContent-Type: application/zip\r\nContent-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/\(total)\r\n\r\n".utf8)
+            body += data[range]
+        }
+        body += Array("\r\n--\(boundary)--\r\n".utf8)
+        headers.append(("Content-Type", "multipart/byteranges; boundary=\(boundary)"))
+        return StubResponse(status: 206, headers: headers, body: body)
+    }
+
+    /// The ranges of `bytes=...` within `size` bytes, unsatisfiable ones left out; `nil` when the
+    /// header is not a byte-range set.
+    static func ranges(_ value: String, size: Int) -> [Range<Int>]? {
+        guard value.hasPrefix("bytes=") else { return nil }
+        var result: [Range<Int>] = []
+        for spec in value.dropFirst(6).split(separator: ",") {
+            let parts = spec.trimmingCharacters(in: .whitespaces).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2 else { return nil }
+            if parts[0].isEmpty {
+                guard let suffix = Int(parts[1]) else { return nil }
+                if suffix > 0, size > 0 { result.append(max(size - suffix, 0)..<size) }
+                continue
+            }
+            guard let first = Int(parts[0]) else { return nil }
+            let last = parts[1].isEmpty ? size - 1 : min(Int(parts[1]) ?? -1, size - 1)
+            guard last >= first || first >= size else { return nil }
+            if first < size { result.append(first..<(last + 1)) }
+        }
+        return result
+    }
+}
