@@ -95,10 +95,14 @@ struct CacheVerifyCommand: AsyncParsableCommand {
             for check in try await cache.verify(appId: appId) {
                 var entry = Entry(id: check.record.id, versionId: check.record.versionId, intact: check.report.intact, problems: check.report.problems)
                 if signatures {
-                    if check.record.zipBytes > 0, let problem = try? await cache.verifyKeptZip(check.record, trustedKeys: configuration.trustedKeys) {
-                        entry.keptZip = .some(KeptZip(bytes: check.record.zipBytes, verified: problem == nil, problem: problem))
-                    } else {
-                        entry.keptZip = .some(nil)
+                    entry.keptZip = .some(nil)
+                    if check.record.zipBytes > 0 {
+                        do {
+                            let problem = try await cache.verifyKeptZip(check.record, trustedKeys: configuration.trustedKeys)
+                            entry.keptZip = .some(KeptZip(bytes: check.record.zipBytes, verified: problem == nil, problem: problem))
+                        } catch CacheError.notCached {
+                            // The zip went meanwhile (a newer version was installed): none is kept.
+                        }
                     }
                 }
                 entries.append(entry)
