@@ -333,6 +333,8 @@ struct RegistryResponder: HTTPResponder {
                 range = requestedRange
                 status = .partialContent
                 headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"
+            case .ranges(let ranges):
+                return multipart(ranges, path: path, size: size, headers: headers, request: request, context: context)
             }
         }
         headers[.contentLength] = "\(range.count)"
@@ -341,37 +343,138 @@ struct RegistryResponder: HTTPResponder {
         return Response(status: status, headers: headers, body: body)
     }
 
-    /// What a `Range` header asks of a file of `size` bytes (RFC 9110, 14.2).
-    enum RangeRequest: Equatable {
-        /// Not a single byte range this server answers (another unit, several ranges, bad syntax):
-        /// the whole file is sent, as the RFC allows.
-        case ignored
-        /// A byte range that starts past the end.
-        case unsatisfiable
-        case range(Range<Int>)
+    /// A `206` of several `ranges` of the zip at `path` (of `size` bytes) as one
+    /// `multipart/byteranges` body (RFC 9110, 14.6 and appendix A), laid out as nginx does: each part
+    /// is `CRLF --boundary CRLF Content-Type CRLF Content-Range CRLF CRLF bytes`, and the body ends
+    /// with `CRLF --boundary-- CRLF`. The parts are streamed from the file one after the other, never
+    /// held whole; `headers` are the zip's (ETag, caching), and a HEAD gets them only.
+    private func multipart(
+        _ ranges: [Range<Int>], path: String, size: Int, headers: HTTPFields, request: Request, context: BasicRequestContext
+    ) -> Response {
+        let boundary = Self.boundary()
+        let type = headers[.contentType] ?? "application/zip"
+        let heads = ranges.map { range in
+            ByteBuffer(string: "\r\n--\(boundary)\r\nContent-Type: \(type)\r\nContent-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)\r\n\r\n")
+        }
+        let tail = ByteBuffer(string: "\r\n--\(boundary)--\r\n")
+        let length = heads.reduce(tail.readableBytes) { $0 + $1.readableBytes } + ranges.reduce(0) { $0 + $1.count }
+        var headers = headers
+        headers[.contentType] = "multipart/byteranges; boundary=\(boundary)"
+        headers[.contentLength] = "\(length)"
+        if request.method == .head { return Response(status: .partialContent, headers: headers) }
+        let files = self.files
+        let body = ResponseBody(contentLength: length) { writer in
+            for (head, range) in Swift.zip(heads, ranges) {
+                try await writer.write(head)
+                let part = try await files.loadFile(path: path, range: range.lowerBound...(range.upperBound - 1), context: context)
+                try await part.write(PartWriter(answer: writer))
+            }
+            try await writer.write(tail)
+            try await writer.finish(nil)
+        }
+        return Response(status: .partialContent, headers: headers, body: body)
     }
 
-    /// `bytes=a-b`, `bytes=a-` or `bytes=-n` within a file of `size` bytes.
+    /// A new multipart boundary: 32 random hex digits, which no zip is likely to contain.
+    static func boundary() -> String {
+        (0..<2).map { _ in
+            let digits = String(UInt64.random(in: .min ... .max), radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }.joined()
+    }
+
+    /// What a `Range` header asks of a file of `size` bytes (RFC 9110, 14.2).
+    enum RangeRequest: Equatable {
+        /// Not a byte range request this server answers (another unit, bad syntax, more than
+        /// ``maxRanges`` ranges): the whole file is sent, as the RFC allows.
+        case ignored
+        /// No byte range that is within the file (each starts past the end, or is empty).
+        case unsatisfiable
+        /// One byte range within the file.
+        case range(Range<Int>)
+        /// Two or more byte ranges within the file, each sent as a part of a `multipart/byteranges`
+        /// answer: in the order asked, or sorted and merged when some overlap.
+        case ranges([Range<Int>])
+    }
+
+    /// The most ranges one `Range` header may list; with more, it is ignored and the whole file sent
+    /// (as nginx's `max_ranges`), so that no request makes the server cut a zip into countless parts.
+    static let maxRanges = 200
+
+    /// `bytes=` and a comma-separated list of `a-b`, `a-` or `-n` within a file of `size` bytes.
+    /// Ranges past the end are dropped, and ends past it are clamped; one bad range, or more than
+    /// ``maxRanges``, and the header is ignored.
     static func parseRange(_ value: String, size: Int) -> RangeRequest {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         guard trimmed.lowercased().hasPrefix("bytes=") else { return .ignored }
-        let spec = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
-        guard !spec.contains(",") else { return .ignored }
+        // Empty list elements (`0-1,,5-9`) are allowed and skipped (RFC 9110, 5.6.1).
+        let specs = trimmed.dropFirst(6).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard !specs.isEmpty, specs.count <= maxRanges else { return .ignored }
+        var ranges: [Range<Int>] = []
+        for spec in specs {
+            switch parseSpec(spec, size: size) {
+            case .range(let range): ranges.append(range)
+            case .unsatisfiable: continue
+            case .ignored, .ranges: return .ignored
+            }
+        }
+        let parts = coalesced(ranges)
+        switch parts.count {
+        case 0: return .unsatisfiable
+        case 1: return .range(parts[0])
+        default: return .ranges(parts)
+        }
+    }
+
+    /// One `a-b`, `a-` or `-n` within a file of `size` bytes: `.range`, `.unsatisfiable` when it
+    /// starts past the end (or asks for the last 0 bytes), `.ignored` when it is not a byte range.
+    static func parseSpec(_ spec: String, size: Int) -> RangeRequest {
         let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return .ignored }
         if parts[0].isEmpty {
-            guard let suffix = Int(parts[1]), suffix >= 0 else { return .ignored }
+            guard let suffix = number(parts[1]) else { return .ignored }
             guard suffix > 0, size > 0 else { return .unsatisfiable }
             return .range(max(size - suffix, 0)..<size)
         }
-        guard let start = Int(parts[0]), start >= 0 else { return .ignored }
+        guard let start = number(parts[0]) else { return .ignored }
         var end = size - 1
         if !parts[1].isEmpty {
-            guard let last = Int(parts[1]), last >= start else { return .ignored }
+            guard let last = number(parts[1]), last >= start else { return .ignored }
             end = min(last, size - 1)
         }
         guard start < size else { return .unsatisfiable }
         return .range(start..<(end + 1))
+    }
+
+    /// The value of a run of ASCII digits (no sign, no spaces), `Int.max` when it is larger; `nil`
+    /// for anything else.
+    static func number(_ text: Substring) -> Int? {
+        guard !text.isEmpty else { return nil }
+        var value = 0
+        for byte in text.utf8 {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let (times, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (sum, carry) = times.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+            value = overflow || carry ? Int.max : sum
+        }
+        return value
+    }
+
+    /// `ranges` in the order asked when no two overlap (RFC 9110, 14.6: parts SHOULD come in that
+    /// order); else their sorted union (14.2 lets a server coalesce), so that no byte is sent twice
+    /// and the parts never add up to more than the file.
+    static func coalesced(_ ranges: [Range<Int>]) -> [Range<Int>] {
+        let sorted = ranges.sorted { $0.lowerBound < $1.lowerBound }
+        guard sorted.indices.dropFirst().contains(where: { sorted[$0].lowerBound < sorted[$0 - 1].upperBound }) else { return ranges }
+        var union: [Range<Int>] = []
+        for range in sorted {
+            if let last = union.last, range.lowerBound <= last.upperBound {
+                union[union.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                union.append(range)
+            }
+        }
+        return union
     }
 
     static func bare(_ key: String) -> String {
@@ -398,6 +501,20 @@ struct RegistryResponder: HTTPResponder {
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
         json(status, ErrorDocument(code: status.code, message: message))
     }
+}
+
+/// Passes the bytes of one part of a `multipart/byteranges` answer on to the answer's writer, but not
+/// its end: more parts follow.
+private struct PartWriter: ResponseBodyWriter {
+    var answer: any ResponseBodyWriter
+
+    /// Writes `buffer` to the answer.
+    mutating func write(_ buffer: ByteBuffer) async throws {
+        try await answer.write(buffer)
+    }
+
+    /// Ends the part only: the answer goes on.
+    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
 }
 
 /// The encoded app lists, reused while the registry's generation has not moved, and for at most a

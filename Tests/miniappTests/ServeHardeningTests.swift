@@ -1,5 +1,6 @@
 import Foundation
 import MiniAppCore
+@testable import MiniAppRegistry
 import MiniAppTestSupport
 import Testing
 
@@ -75,6 +76,94 @@ func receive(_ descriptor: Int32, waiting seconds: Int, all: Bool = false) async
             continuation.resume(returning: total)
         }
     }
+}
+
+/// The parts of a `multipart/byteranges` body with `boundary`, read as a client does (each part's
+/// length from its `Content-Range`): each part's headers and bytes; `nil` when it is malformed.
+func byteranges(_ body: Data, boundary: String) -> [(headers: [String: String], bytes: Data)]? {
+    let bytes = [UInt8](body)
+    let delimiter = Array("\r\n--\(boundary)".utf8)
+    var parts: [(headers: [String: String], bytes: Data)] = []
+    var at = 0
+    func skip(_ expected: [UInt8]) -> Bool {
+        guard bytes.count - at >= expected.count, Array(bytes[at..<(at + expected.count)]) == expected else { return false }
+        at += expected.count
+        return true
+    }
+    while true {
+        guard skip(delimiter) else { return nil }
+        if skip(Array("--\r\n".utf8)) { return at == bytes.count ? parts : nil }
+        guard skip(Array("\r\n".utf8)) else { return nil }
+        var headers: [String: String] = [:]
+        while !skip(Array("\r\n".utf8)) {
+            guard let end = bytes[at...].firstIndex(of: UInt8(ascii: "\r")), end + 1 < bytes.count, bytes[end + 1] == UInt8(ascii: "\n") else { return nil }
+            let line = String(decoding: bytes[at..<end], as: UTF8.self)
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            at = end + 2
+        }
+        guard let range = headers["content-range"], range.hasPrefix("bytes "),
+              case let bounds = (range.dropFirst(6).split(separator: "/").first ?? "").split(separator: "-"), bounds.count == 2,
+              let first = Int(bounds[0]), let last = Int(bounds[1]), last >= first, bytes.count - at >= last - first + 1 else { return nil }
+        parts.append((headers, Data(bytes[at..<(at + last - first + 1)])))
+        at += last - first + 1
+    }
+}
+
+/// `nil` when `body` is `expected`, else where they first differ: big bodies are compared with it, as a
+/// failed `#expect(a == b)` of them would diff (and print) every byte.
+func difference(_ body: Data, _ expected: Data) -> String? {
+    guard body != expected else { return nil }
+    let at = Array(Swift.zip(body, expected)).firstIndex { $0 != $1 } ?? min(body.count, expected.count)
+    return "\(body.count) bytes instead of \(expected.count), first different at \(at)"
+}
+
+/// The `multipart/byteranges` body nginx would send for `ranges` of `whole` (a zip) with `boundary`.
+func nginxLayout(_ whole: Data, _ ranges: [ClosedRange<Int>], boundary: String) -> Data {
+    var body = Data()
+    for range in ranges {
+        body += Data("\r\n--\(boundary)\r\nContent-Type: application/zip\r\nContent-Range: bytes \(range.lowerBound)-\(range.upperBound)/\(whole.count)\r\n\r\n".utf8)
+        body += whole[range]
+    }
+    return body + Data("\r\n--\(boundary)--\r\n".utf8)
+}
+
+/// Why a test's answer is not the `multipart/byteranges` it should be.
+struct NotMultipart: Error {
+    var headers: [String: String]
+}
+
+/// The boundary and parts of a `multipart/byteranges` answer (status, headers, body).
+func multipart(_ answer: (Int, [String: String], Data)) throws -> (boundary: String, parts: [(headers: [String: String], bytes: Data)]) {
+    guard let boundary = multipartBoundary(answer.1["content-type"]), let parts = byteranges(answer.2, boundary: boundary) else {
+        throw NotMultipart(headers: answer.1)
+    }
+    return (boundary, parts)
+}
+
+/// The boundary of a `multipart/byteranges` content type, `nil` for another type.
+func multipartBoundary(_ contentType: String?) -> String? {
+    guard let contentType, contentType.hasPrefix("multipart/byteranges; boundary=") else { return nil }
+    return String(contentType.dropFirst("multipart/byteranges; boundary=".count))
+}
+
+/// The path of an nginx executable, `nil` when none is installed.
+let nginxPath: String? = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx", "/usr/local/bin/nginx", "/opt/homebrew/bin/nginx"]
+    .first { FileManager.default.isExecutableFile(atPath: $0) }
+
+/// A free TCP port on 127.0.0.1 (free when asked: another process may take it after).
+func freePort() throws -> Int {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+    }
+    guard bound else { throw POSIXError(.EADDRINUSE) }
+    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 /// `miniapp serve` facing hostile clients and a registry with planted files (issue 14).
@@ -168,7 +257,7 @@ func receive(_ descriptor: Int32, waiting seconds: Int, all: Bool = false) async
         defer { stop(process) }
         let zipURL = base.appendingPathComponent("files/min-hello/ver-\(versionId)/bundle.zip")
         let whole = try Data(contentsOf: URL(fileURLWithPath: version + "/bundle.zip"))
-        for ignored in ["items=0-9", "bytes=0-1,3-4", "bytes=abc"] {
+        for ignored in ["items=0-9", "bytes=0-1,x-4", "bytes=5-2", "bytes=abc", "bytes=+1-2"] {
             let (status, _, body) = try await fetch(zipURL, headers: ["Range": ignored])
             #expect(status == 200 && body == whole, "\(ignored)")
         }
@@ -271,5 +360,177 @@ func receive(_ descriptor: Int32, waiting seconds: Int, all: Bool = false) async
         let received = await receive(descriptor, waiting: 20, all: true)
         #expect(received < zipSize, "the stalled download was not cut off (\(received) of \(zipSize) bytes arrived)")
         #expect(try await fetch(base.appendingPathComponent("host/p/miniapps")).0 == 200)
+    }
+
+    /// A registry whose zip is a few hundred kilobytes (a part spans several chunks read from disk);
+    /// the zip's URL, its bytes, and the server (to stop).
+    func bigZip() async throws -> (process: Process, url: URL, whole: Data) {
+        let (root, versionId, version) = try await registry(extra: ["big.bin": noise(300 << 10, seed: 11)])
+        let (process, base, _) = try await startServe(root)
+        let whole = try Data(contentsOf: URL(fileURLWithPath: version + "/bundle.zip"))
+        return (process, base.appendingPathComponent("files/min-hello/ver-\(versionId)/bundle.zip"), whole)
+    }
+
+    @Test func rangeHeadersAreReadAsRFC9110Says() {
+        let parse = { RegistryResponder.parseRange($0, size: 1000) }
+        #expect(parse("bytes=0-99") == .range(0..<100))
+        #expect(parse("bytes=0-99, 200-299 ,-50") == .ranges([0..<100, 200..<300, 950..<1000]))
+        #expect(parse("bytes=0-99,,100-199,") == .ranges([0..<100, 100..<200]))
+        #expect(parse("bytes=500-,0-9,5-19") == .ranges([0..<20, 500..<1000]))
+        #expect(parse("bytes=500-599,0-9,100-199") == .ranges([500..<600, 0..<10, 100..<200]))
+        #expect(parse("bytes=0-9,5-99999999999999999999999") == .range(0..<1000))
+        #expect(parse("bytes=1000-,99999999999999999999999-,-0") == .unsatisfiable)
+        #expect(parse("bytes=1000-,7-8") == .range(7..<9))
+        for ignored in ["bytes=", "bytes=,", "bytes=0-1,x", "bytes=+1-2", "bytes=1--2", "bytes=2-1,3-4", "bytes 0-1", "items=0-1,2-3"] {
+            #expect(parse(ignored) == .ignored, "\(ignored)")
+        }
+        let many = (0..<RegistryResponder.maxRanges).map { "\($0 * 2)-\($0 * 2)" }
+        #expect(parse("bytes=" + many.joined(separator: ",")) == .ranges((0..<200).map { ($0 * 2)..<($0 * 2 + 1) }))
+        #expect(parse("bytes=" + (many + ["999-"]).joined(separator: ",")) == .ignored)
+    }
+
+    @Test func severalRangesComeAsMultipartByterangesLaidOutAsNginxDoes() async throws {
+        let (process, zipURL, whole) = try await bigZip()
+        defer { stop(process) }
+        let size = whole.count
+        #expect(size > 250_001)
+        let asked = [0...99, 200...299, (size - 50)...(size - 1), 1000...250_000]
+        let (status, headers, body) = try await fetch(zipURL, headers: ["Range": "bytes=0-99,200-299,-50, 1000-250000"])
+        #expect(status == 206)
+        let boundary = try #require(multipartBoundary(headers["content-type"]), "\(headers)")
+        #expect(boundary.count >= 20 && boundary.allSatisfy(\.isHexDigit))
+        #expect(headers["content-length"] == "\(body.count)")
+        #expect(headers["content-range"] == nil)
+        #expect(headers["etag"] != nil && headers["accept-ranges"] == "bytes" && headers["x-content-type-options"] == "nosniff")
+        #expect(headers["cache-control"] == "public, max-age=31536000, immutable")
+        let parts = try #require(byteranges(body, boundary: boundary))
+        #expect(parts.map(\.bytes) == asked.map { whole[$0] })
+        #expect(parts.map { $0.headers["content-range"] } == asked.map { "bytes \($0.lowerBound)-\($0.upperBound)/\(size)" })
+        #expect(parts.allSatisfy { $0.headers["content-type"] == "application/zip" })
+        #expect(difference(body, nginxLayout(whole, asked, boundary: boundary)) == nil)
+        // Each answer has a boundary of its own.
+        let again = try await fetch(zipURL, headers: ["Range": "bytes=0-99,200-299"])
+        #expect(again.0 == 206 && multipartBoundary(again.1["content-type"]) != boundary)
+        // Ends past the file are clamped, as for one range.
+        let clamped = try await fetch(zipURL, headers: ["Range": "bytes=0-0,\(size - 2)-\(size + 100)"])
+        let clampedBoundary = try multipart(clamped).boundary
+        #expect(difference(clamped.2, nginxLayout(whole, [0...0, (size - 2)...(size - 1)], boundary: clampedBoundary)) == nil)
+        #expect(process.isRunning)
+    }
+
+    @Test func moreThan200RangesGetTheWholeFile() async throws {
+        let (process, zipURL, whole) = try await bigZip()
+        defer { stop(process) }
+        let ranges = (0..<201).map { "\($0 * 10)-\($0 * 10 + 4)" }
+        let many = try await fetch(zipURL, headers: ["Range": "bytes=" + ranges.joined(separator: ",")])
+        #expect(many.0 == 200 && difference(many.2, whole) == nil && many.1["content-length"] == "\(whole.count)")
+        let most = try await fetch(zipURL, headers: ["Range": "bytes=" + ranges.dropLast().joined(separator: ",")])
+        #expect(most.0 == 206)
+        let parts = try multipart(most).parts
+        #expect(parts.map(\.bytes) == (0..<200).map { whole[($0 * 10)...($0 * 10 + 4)] })
+    }
+
+    @Test func overlappingRangesAreMergedIntoTheirUnion() async throws {
+        let (process, zipURL, whole) = try await bigZip()
+        defer { stop(process) }
+        let size = whole.count
+        // Overlapping into one range: a plain single-range answer.
+        let one = try await fetch(zipURL, headers: ["Range": "bytes=0-99,50-149,10-20"])
+        #expect(one.0 == 206 && one.2 == whole[0...149] && one.1["content-range"] == "bytes 0-149/\(size)")
+        // The same bytes asked for over and over are sent once (no amplification).
+        let repeated = try await fetch(zipURL, headers: ["Range": "bytes=" + Array(repeating: "0-", count: 200).joined(separator: ",")])
+        #expect(repeated.0 == 206 && difference(repeated.2, whole) == nil && repeated.1["content-range"] == "bytes 0-\(size - 1)/\(size)")
+        // Some overlapping: the sorted union, every byte asked for in it once.
+        let asked = [(size - 100)...(size - 1), 0...9, 5...19, 1000...1999, 1500...2500]
+        let (status, headers, body) = try await fetch(zipURL, headers: ["Range": "bytes=-100,0-9,5-19,1000-1999,1500-2500"])
+        #expect(status == 206 && headers["content-length"] == "\(body.count)")
+        let parts = try multipart((status, headers, body)).parts
+        #expect(parts.map(\.bytes) == [whole[0...19], whole[1000...2500], whole[(size - 100)...(size - 1)]])
+        var covered = IndexSet()
+        for part in parts {
+            let bounds = try #require(part.headers["content-range"]?.dropFirst(6).split(separator: "/").first?.split(separator: "-").compactMap { Int($0) })
+            #expect(whole[bounds[0]...bounds[1]] == part.bytes)
+            covered.insert(integersIn: bounds[0]...bounds[1])
+        }
+        #expect(asked.allSatisfy { covered.contains(integersIn: $0) })
+        #expect(parts.reduce(0) { $0 + $1.bytes.count } <= size)
+    }
+
+    @Test func unsatisfiableRangesAreDroppedAndNoneLeftIs416() async throws {
+        let (process, zipURL, whole) = try await bigZip()
+        defer { stop(process) }
+        let size = whole.count
+        let mixed = try await fetch(zipURL, headers: ["Range": "bytes=\(size)-,0-9,-0,\(size + 5)-\(size + 9),20-29"])
+        #expect(mixed.0 == 206)
+        let parts = try multipart(mixed).parts
+        #expect(parts.map(\.bytes) == [whole[0...9], whole[20...29]])
+        let single = try await fetch(zipURL, headers: ["Range": "bytes=\(size)-,0-9,-0"])
+        #expect(single.0 == 206 && single.2 == whole[0...9] && single.1["content-range"] == "bytes 0-9/\(size)")
+        let none = try await fetch(zipURL, headers: ["Range": "bytes=\(size)-,\(size + 1)-\(size + 2),-0"])
+        #expect(none.0 == 416 && none.1["content-range"] == "bytes */\(size)" && none.2.isEmpty)
+        // One range that is not a byte range at all: the header is ignored.
+        let bad = try await fetch(zipURL, headers: ["Range": "bytes=0-9,20-10"])
+        #expect(bad.0 == 200 && difference(bad.2, whole) == nil)
+        #expect(process.isRunning)
+    }
+
+    @Test func aHeadOrAStaleIfRangeOfSeveralRanges() async throws {
+        let (process, zipURL, whole) = try await bigZip()
+        defer { stop(process) }
+        let port = try #require(zipURL.port)
+        let get = try await fetch(zipURL, headers: ["Range": "bytes=0-99,200-299"])
+        let head = try await rawHTTP(port: port, "HEAD \(zipURL.path) HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=0-99,200-299\r\nConnection: close\r\n\r\n")
+        let (top, rest) = try #require(head.range(of: "\r\n\r\n").map { (head[..<$0.lowerBound], head[$0.upperBound...]) })
+        let lines = top.lowercased().split(separator: "\r\n")
+        #expect(lines.first?.hasPrefix("http/1.1 206") == true, "\(head)")
+        #expect(lines.contains("content-length: \(get.2.count)") && lines.contains { $0.hasPrefix("content-type: multipart/byteranges; boundary=") }, "\(head)")
+        #expect(rest.isEmpty, "a HEAD answer had a body")
+        let etag = try #require(get.1["etag"])
+        let stale = try await fetch(zipURL, headers: ["Range": "bytes=0-99,200-299", "If-Range": "\"other\""])
+        #expect(stale.0 == 200 && difference(stale.2, whole) == nil)
+        let fresh = try await fetch(zipURL, headers: ["Range": "bytes=0-99,200-299", "If-Range": etag])
+        let freshBoundary = try multipart(fresh).boundary
+        #expect(fresh.0 == 206 && difference(fresh.2, nginxLayout(whole, [0...99, 200...299], boundary: freshBoundary)) == nil)
+    }
+
+    @Test(.enabled(if: nginxPath != nil, "nginx is not installed"))
+    func multipartAnswersMatchNginxs() async throws {
+        let (process, zipURL, whole) = try await bigZip()
+        defer { stop(process) }
+        let prefix = work + "/nginx"
+        try FileManager.default.createDirectory(atPath: prefix + "/root/logs", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: prefix + "/logs", withIntermediateDirectories: true)
+        try whole.write(to: URL(fileURLWithPath: prefix + "/root/bundle.zip"))
+        let port = try freePort()
+        try """
+            daemon off; master_process off; pid \(prefix)/nginx.pid; error_log \(prefix)/error.log;
+            events {}
+            http {
+                access_log off; types { application/zip zip; }
+                client_body_temp_path \(prefix)/tmp; proxy_temp_path \(prefix)/tmp; fastcgi_temp_path \(prefix)/tmp;
+                uwsgi_temp_path \(prefix)/tmp; scgi_temp_path \(prefix)/tmp;
+                server { listen 127.0.0.1:\(port); root \(prefix)/root; }
+            }
+            """.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
+        let nginx = Process()
+        nginx.executableURL = URL(fileURLWithPath: try #require(nginxPath))
+        nginx.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf"]
+        try nginx.run()
+        // nginx may inherit a signal mask that blocks SIGTERM; SIGKILL ends it anyway.
+        defer {
+            kill(nginx.processIdentifier, SIGKILL)
+            nginx.waitUntilExit()
+        }
+        let nginxURL = try #require(URL(string: "http://127.0.0.1:\(port)/bundle.zip"))
+        for _ in 0..<100 where (try? await fetch(nginxURL)) == nil { try await Task.sleep(for: .milliseconds(50)) }
+        for range in ["bytes=0-99,200-299,-50", "bytes=0-0,1000-250000,\(whole.count - 2)-\(whole.count + 100)", "bytes=5-9,\(whole.count)-,20-29"] {
+            let ours = try await fetch(zipURL, headers: ["Range": range])
+            let theirs = try await fetch(nginxURL, headers: ["Range": range])
+            #expect(ours.0 == theirs.0, "\(range)")
+            let mine = try #require(multipartBoundary(ours.1["content-type"]))
+            let other = try #require(multipartBoundary(theirs.1["content-type"]), "\(theirs.1)")
+            #expect(theirs.1["content-length"] == "\(theirs.2.count)")
+            #expect(difference(ours.2, theirs.2.replacing(Data(other.utf8), with: Data(mine.utf8))) == nil, "\(range)")
+        }
     }
 }
