@@ -391,7 +391,8 @@ public final class BundleInstaller: Sendable {
             }
             let zip = scratch + "/bundle.zip"
             var fetched: Int64 = 0
-            var result: (file: DownloadedFile, outcome: SignatureOutcome, transfer: Transfer)?
+            // What a delta update (or the whole zip a range request got instead) gave, when it did.
+            var assembled: (file: DownloadedFile, outcome: SignatureOutcome, transfer: Transfer)?
             // A delta needs a signature to prove the assembled bytes right, and an earlier zip of the app.
             let base = configuration.delta && manifest.signature != nil && !manifest.urls[0].isFileURL
                 ? try await pool.run({ cache.keptZip(appId: appId)?.path }) : nil
@@ -407,7 +408,7 @@ public final class BundleInstaller: Sendable {
                         fetched += fetchedBytes
                         let outcome = await verifier.check(signature: manifest.signature, keyId: manifest.publicKeyId, prefetched: prefetched, versionId: versionId, sha256: file.sha256)
                         if outcome.status == .verified {
-                            result = (file, outcome, Transfer(method: reusedBytes > 0 ? .delta : .full, fetchedBytes: fetched, reusedBytes: reusedBytes))
+                            assembled = (file, outcome, Transfer(method: reusedBytes > 0 ? .delta : .full, fetchedBytes: fetched, reusedBytes: reusedBytes))
                         } else {
                             // Wrong bytes somewhere (a range, or the kept zip): the whole zip decides.
                             logger.info("assembled zip does not verify; downloading it whole", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
@@ -416,7 +417,7 @@ public final class BundleInstaller: Sendable {
                         fetched += fetchedBytes
                         let outcome = await verifier.check(signature: manifest.signature, keyId: manifest.publicKeyId, prefetched: prefetched, versionId: versionId, sha256: file.sha256)
                         try enforce(outcome)
-                        result = (file, outcome, Transfer(method: .full, fetchedBytes: fetched, reusedBytes: 0))
+                        assembled = (file, outcome, Transfer(method: .full, fetchedBytes: fetched, reusedBytes: 0))
                     case .changed(let fetchedBytes):
                         fetched += fetchedBytes
                         logger.info("zip changed during the update; starting over", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
@@ -433,7 +434,10 @@ public final class BundleInstaller: Sendable {
                     break attempts
                 }
             }
-            if result == nil {
+            let result: (file: DownloadedFile, outcome: SignatureOutcome, transfer: Transfer)
+            if let assembled {
+                result = assembled
+            } else {
                 let keyId = manifest.signature == nil ? nil : manifest.publicKeyId
                 async let key = verifier.prefetch(keyId: keyId)
                 let file = try await downloader.download(manifest.urls[0], to: zip, progress: progress)
@@ -445,7 +449,6 @@ public final class BundleInstaller: Sendable {
                 try enforce(outcome)
                 result = (file, outcome, Transfer(method: .full, fetchedBytes: fetched, reusedBytes: 0))
             }
-            guard let result else { throw CancellationError() }
             let files = try await unpack(zip, into: stage, appId: appId, versionId: versionId, keepAs: result.file.sha256.hexString)
             return try await finish(
                 stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network,

@@ -233,21 +233,14 @@ private final class DeltaRun: @unchecked Sendable {
                 redirects += 1
                 url = next.absoluteString
             case 206:
-                if validator != nil || size > 0 {
-                    guard let part = Self.contentRange(response.headers) ?? (Self.isMultipart(response.headers) ? (0..<0, size) : nil) else {
-                        throw Stop.unusable("the server's answer has no Content-Range")
-                    }
-                    try checkSame(response.headers, total: part.total)
-                }
+                // After the first answer, every answer must be of the same zip (a multipart answer's
+                // totals are checked part by part).
+                if size > 0 { try checkSame(response.headers, total: Self.contentRange(response.headers)?.total ?? size) }
                 return response
             default:
                 return response
             }
         }
-    }
-
-    private static func isMultipart(_ headers: HTTPHeaders) -> Bool {
-        headers.first(name: "Content-Type").flatMap(MultipartByteRanges.boundary(contentType:)) != nil
     }
 
     /// Stops when an answer's ETag or total size is not the first answer's: the zip changed.
@@ -259,18 +252,9 @@ private final class DeltaRun: @unchecked Sendable {
     private func collect(_ response: HTTPClientResponse, expected: Range<UInt64>) async throws -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(expected.count)
-        do {
-            for try await chunk in response.body {
-                fetched += Int64(chunk.readableBytes)
-                bytes += chunk.readableBytesView
-                guard bytes.count <= expected.count else { throw Stop.unusable("the server sent more bytes than its Content-Range says") }
-            }
-        } catch let stop as Stop {
-            throw stop
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch {
-            throw Stop.unusable("a range answer broke off (\(PlatformClient.describe(error)))")
+        try await eachChunk(of: response) { chunk in
+            bytes += chunk.readableBytesView
+            guard bytes.count <= expected.count else { throw Stop.unusable("the server sent more bytes than its Content-Range says") }
         }
         guard bytes.count == expected.count else { throw Stop.unusable("the server sent fewer bytes than its Content-Range says") }
         return bytes
@@ -298,33 +282,14 @@ private final class DeltaRun: @unchecked Sendable {
         return .full(try await sink.finish(), fetchedBytes: fetched)
     }
 
-    /// Writes the parts of a `multipart/byteranges` answer.
-    private func receiveParts(_ response: HTTPClientResponse, boundary: String) async throws {
-        var reader = MultipartByteRanges(boundary: boundary)
-        var partEnd: UInt64 = 0
-        var position: UInt64 = 0
+    /// Hands each chunk of `response`'s body to `handle`, counting it as fetched. A connection that
+    /// breaks off makes the delta doubtful (``Stop/unusable(_:)``); a stop, a cancellation or a local
+    /// write failure goes through as it is.
+    private func eachChunk(of response: HTTPClientResponse, _ handle: (ByteBuffer) async throws -> Void) async throws {
         do {
             for try await chunk in response.body {
                 fetched += Int64(chunk.readableBytes)
-                let events: [MultipartByteRanges.Event]
-                do {
-                    events = try reader.feed(chunk.readableBytesView)
-                } catch {
-                    throw Stop.unusable("the server's multipart answer is malformed (\(error.reason))")
-                }
-                for event in events {
-                    switch event {
-                    case .part(let range, let total):
-                        guard total == size else { throw Stop.changed }
-                        position = range.lowerBound
-                        partEnd = range.upperBound
-                    case .data(let bytes):
-                        try await write(bytes, at: position)
-                        position += UInt64(bytes.count)
-                    case .end:
-                        break
-                    }
-                }
+                try await handle(chunk)
             }
         } catch let stop as Stop {
             throw stop
@@ -335,27 +300,44 @@ private final class DeltaRun: @unchecked Sendable {
         } catch {
             throw Stop.unusable("a range answer broke off (\(PlatformClient.describe(error)))")
         }
+    }
+
+    /// Writes the parts of a `multipart/byteranges` answer.
+    private func receiveParts(_ response: HTTPClientResponse, boundary: String) async throws {
+        var reader = MultipartByteRanges(boundary: boundary)
+        var partEnd: UInt64 = 0
+        var position: UInt64 = 0
+        try await eachChunk(of: response) { chunk in
+            let events: [MultipartByteRanges.Event]
+            do throws(MultipartByteRanges.Malformed) {
+                events = try reader.feed(chunk.readableBytesView)
+            } catch {
+                throw Stop.unusable("the server's multipart answer is malformed (\(error.reason))")
+            }
+            for event in events {
+                switch event {
+                case .part(let range, let total):
+                    guard total == size else { throw Stop.changed }
+                    position = range.lowerBound
+                    partEnd = range.upperBound
+                case .data(let bytes):
+                    try await write(bytes, at: position)
+                    position += UInt64(bytes.count)
+                case .end:
+                    break
+                }
+            }
+        }
         guard reader.isComplete, position == partEnd else { throw Stop.unusable("the server's multipart answer ended early") }
     }
 
     /// Writes a single-part answer holding bytes `part`.
     private func receive(_ response: HTTPClientResponse, part: Range<UInt64>) async throws {
         var position = part.lowerBound
-        do {
-            for try await chunk in response.body {
-                fetched += Int64(chunk.readableBytes)
-                guard position + UInt64(chunk.readableBytes) <= part.upperBound else { throw Stop.unusable("the server sent more bytes than its Content-Range says") }
-                try await write(Array(chunk.readableBytesView), at: position)
-                position += UInt64(chunk.readableBytes)
-            }
-        } catch let stop as Stop {
-            throw stop
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch let error as DownloadError {
-            throw error
-        } catch {
-            throw Stop.unusable("a range answer broke off (\(PlatformClient.describe(error)))")
+        try await eachChunk(of: response) { chunk in
+            guard position + UInt64(chunk.readableBytes) <= part.upperBound else { throw Stop.unusable("the server sent more bytes than its Content-Range says") }
+            try await write(Array(chunk.readableBytesView), at: position)
+            position += UInt64(chunk.readableBytes)
         }
         guard position == part.upperBound else { throw Stop.unusable("the server sent fewer bytes than its Content-Range says") }
     }
