@@ -11,55 +11,11 @@ import Testing
 @Suite struct DeltaUpdateTests {
     let cache = try! TemporaryDirectory.make().path + "/cache"
 
-    /// 120 incompressible files of 16 KiB (about 2 MB of zip) plus the hello bundle; version 2 changes
-    /// `changed` of them, scattered.
     static func files(version: Int, changed: Int = 3) -> [String: String] {
-        var files = BundleFactory.helloFiles
-        var generator = SeededGenerator(seed: 7)
-        for index in 0..<120 {
-            var text = (0..<16384).map { _ in Character(Unicode.Scalar(UInt8.random(in: 33...126, using: &generator))) }
-            if version > 1, index % (120 / max(changed, 1)) == 5 % (120 / max(changed, 1)), index / (120 / max(changed, 1)) < changed { text[0] = "#" }
-            files["assets/part-\(index).js"] = String(text)
-        }
-        return files
+        BundleFactory.updateFiles(version: version, changed: changed)
     }
 
-    /// A platform with versions 1 and 2 of app-hello whose zips `host` serves.
-    struct Platform: Sendable {
-        var fixture: PlatformFixture
-        let host: RangeHost
-        let zips: [String: [UInt8]]
-        /// Whether version 2 is published yet.
-        let published = NIOLockedValueBox(false)
-
-        init(host: RangeHost, v2: [String: String] = DeltaUpdateTests.files(version: 2), tamperSignature: Bool = false) throws {
-            let key = try SigningKey.generate()
-            var versions: [FixtureVersion] = []
-            var zips: [String: [UInt8]] = [:]
-            for (id, files) in [("ver-1", DeltaUpdateTests.files(version: 1)), ("ver-2", v2)] {
-                let signed = try BundleFactory.sign(try BundleFactory.zip(files), versionId: id, key: key)
-                let path = "zips/\(id).zip"
-                zips["/" + path] = signed.zip
-                versions.append(FixtureVersion(versionId: id, versionTag: id, files: [path], publicKeyId: "key-1", signature: signed.signature))
-            }
-            fixture = PlatformFixture(
-                apps: [FixtureApp(id: "app-hello", versions: versions.reversed())],
-                keys: ["key-1": (ecKey: key.publicKey.ecKey, pemKey: key.publicKey.pem)]
-            )
-            self.host = host
-            self.zips = zips
-        }
-
-        func handle(_ request: RecordedRequest) -> StubResponse {
-            if let zip = zips[request.path] { return host.serve(zip, request) }
-            guard published.withLockedValue({ $0 }) else {
-                var early = fixture
-                early.apps[0].versions = fixture.apps[0].versions.filter { $0.versionId == "ver-1" }
-                return early.handle(request)
-            }
-            return fixture.handle(request)
-        }
-    }
+    typealias Platform = UpdatePlatform
 
     /// Installs version 1, then version 2 as an update with the host in `mode`; returns the update's record.
     func update(
@@ -218,22 +174,5 @@ import Testing
             #expect(again.record.source == .network)
             #expect(try await view.verifyKeptZip(try #require(view.record(appId: "app-hello", versionId: "ver-2"))) == nil)
         })
-    }
-}
-
-/// A deterministic random number generator (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }

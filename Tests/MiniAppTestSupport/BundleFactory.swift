@@ -47,6 +47,20 @@ public enum BundleFactory {
         return SignedBundle(zip: zip, sha256: digest.hexString, signature: try BundleSignature.sign(versionId: versionId, sha256: digest, with: key), versionId: versionId)
     }
 
+    /// The hello bundle plus 120 incompressible files of 16 KiB (about 2 MB of zip): a bundle to
+    /// update. Each version after the first changes `changed` of them, scattered.
+    public static func updateFiles(version: Int, changed: Int = 3) -> [String: String] {
+        var files = helloFiles
+        var generator = SeededGenerator(seed: 7)
+        let stride = 120 / max(changed, 1)
+        for index in 0..<120 {
+            var text = (0..<16384).map { _ in Character(Unicode.Scalar(UInt8.random(in: 33...126, using: &generator))) }
+            if version > 1, index % stride == 5 % stride, index / stride < changed { text[0] = "#" }
+            files["assets/part-\(index).js"] = String(text)
+        }
+        return files
+    }
+
     /// A deflated zip with one file of `size` zero bytes: a compression bomb.
     public static func zeroBomb(size: Int, name: String = "index.html") throws -> [UInt8] {
         let path = try TemporaryDirectory.make().appendingPathComponent("bomb.zip").path
@@ -71,5 +85,22 @@ public enum BundleFactory {
         }
         archive_write_close(archive)
         return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+}
+
+/// A deterministic random number generator (SplitMix64).
+public struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    public init(seed: UInt64) {
+        state = seed
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
     }
 }

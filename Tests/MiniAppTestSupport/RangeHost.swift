@@ -1,4 +1,5 @@
 import Foundation
+import MiniAppKit
 import NIOConcurrencyHelpers
 
 /// How a ``RangeHost`` answers `Range` requests for zips.
@@ -125,5 +126,44 @@ public final class RangeHost: Sendable {
             if first < size { result.append(first..<(last + 1)) }
         }
         return result
+    }
+}
+
+/// A platform with versions 1 and 2 of app-hello (``BundleFactory/updateFiles(version:changed:)``)
+/// whose zips a ``RangeHost`` serves; version 2 is listed once ``published`` is set.
+public struct UpdatePlatform: Sendable {
+    public var fixture: PlatformFixture
+    public let host: RangeHost
+    /// The zips by request path (`/zips/ver-1.zip`, `/zips/ver-2.zip`).
+    public let zips: [String: [UInt8]]
+    /// Whether version 2 is published yet.
+    public let published = NIOLockedValueBox(false)
+
+    public init(host: RangeHost, v2: [String: String] = BundleFactory.updateFiles(version: 2)) throws {
+        let key = try SigningKey.generate()
+        var versions: [FixtureVersion] = []
+        var zips: [String: [UInt8]] = [:]
+        for (id, files) in [("ver-1", BundleFactory.updateFiles(version: 1)), ("ver-2", v2)] {
+            let signed = try BundleFactory.sign(try BundleFactory.zip(files), versionId: id, key: key)
+            let path = "zips/\(id).zip"
+            zips["/" + path] = signed.zip
+            versions.append(FixtureVersion(versionId: id, versionTag: id, files: [path], publicKeyId: "key-1", signature: signed.signature))
+        }
+        fixture = PlatformFixture(
+            apps: [FixtureApp(id: "app-hello", versions: versions.reversed())],
+            keys: ["key-1": (ecKey: key.publicKey.ecKey, pemKey: key.publicKey.pem)]
+        )
+        self.host = host
+        self.zips = zips
+    }
+
+    public func handle(_ request: RecordedRequest) -> StubResponse {
+        if let zip = zips[request.path] { return host.serve(zip, request) }
+        guard published.withLockedValue({ $0 }) else {
+            var early = fixture
+            early.apps[0].versions = fixture.apps[0].versions.filter { $0.versionId == "ver-1" }
+            return early.handle(request)
+        }
+        return fixture.handle(request)
     }
 }

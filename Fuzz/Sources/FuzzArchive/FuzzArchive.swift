@@ -1,9 +1,11 @@
 import Foundation
 import FuzzSupport
-import MiniAppCore
+@testable import MiniAppCore
 
 /// The archive reader on arbitrary bytes: it must refuse or extract, never crash, and never write
-/// outside its destination.
+/// outside its destination. The delta planner's reader of a zip's end (the bytes as the whole zip,
+/// then as the end of a bigger one) must refuse or give spans inside the zip, and a plan that covers
+/// every byte once.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzArchive(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let root = "/dev/shm/miniapp-fuzz-\(getpid())"
@@ -14,6 +16,7 @@ public func fuzzArchive(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         try? FileManager.default.removeItem(atPath: root)
         unlink(zip)
     }
+    checkLayout(Array(UnsafeBufferPointer(start: data, count: size)))
     guard FileManager.default.createFile(atPath: zip, contents: Data(bytes: data, count: size)) else { return 0 }
     let limits = ExtractionLimits(maxEntries: 200, maxUnpackedBytes: 4 << 20, maxCompressionRatio: 100, ratioFloorBytes: 1 << 20)
     if let result = try? ArchiveExtractor(limits: limits).extract(zip, into: destination) {
@@ -23,6 +26,29 @@ public func fuzzArchive(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     }
     return 0
+}
+
+/// `bytes` as a whole zip and as the end of a zip 1 KiB longer: a layout read from either holds spans in
+/// order inside the zip, and the plan from it to itself copies every entry and covers `0..<end` once.
+func checkLayout(_ bytes: [UInt8]) {
+    for size in [UInt64(bytes.count), UInt64(bytes.count) + 1024] {
+        let tail = ZipTail(bytes: bytes, size: size)
+        guard let layout = try? ZipDirectory.layout(of: tail, maxEntries: 200) else { continue }
+        precondition(layout.size == size && layout.directoryStart <= size, "directory outside the zip")
+        var previous: UInt64 = 0
+        for span in layout.spans {
+            precondition(span.offset >= previous && span.key.length > 0 && span.end <= layout.directoryStart, "span out of order or outside")
+            previous = span.end
+        }
+        let plan = DeltaPlan.make(new: layout, old: layout, end: layout.directoryStart)
+        var cursor: UInt64 = 0
+        for piece in plan.pieces {
+            precondition(piece.offset == cursor && piece.length > 0, "plan has a gap or an empty piece")
+            cursor = piece.end
+        }
+        precondition(cursor == layout.directoryStart, "plan does not reach the directory")
+        precondition(plan.reusedBytes == layout.spans.reduce(0) { $0 + $1.key.length }, "an unchanged entry is fetched")
+    }
 }
 
 @_cdecl("FuzzArchive_main")

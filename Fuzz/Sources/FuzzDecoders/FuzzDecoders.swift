@@ -30,7 +30,52 @@ public func fuzzDecoders(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     }
     _ = InstallRecord(json: array)
+    checkMultipart(array)
     return 0
+}
+
+/// A multipart/byteranges body read whole and read in pieces (cut where the first byte says) gives
+/// the same parts and bytes, or the same refusal; no part's data exceeds its range.
+func checkMultipart(_ bytes: [UInt8]) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    _ = MultipartByteRanges.boundary(contentType: text)
+    _ = MultipartByteRanges.contentRange(text)
+    func read(_ chunks: [ArraySlice<UInt8>]) -> [MultipartByteRanges.Event]? {
+        var reader = MultipartByteRanges(boundary: "B0UND")
+        var events: [MultipartByteRanges.Event] = []
+        do {
+            for chunk in chunks { events += try reader.feed(chunk) }
+        } catch {
+            return nil
+        }
+        // Data events merged: the cut points may split them differently.
+        var merged: [MultipartByteRanges.Event] = []
+        var remaining: UInt64 = 0
+        for event in events {
+            switch event {
+            case .part(let range, _):
+                remaining = UInt64(range.count)
+                merged.append(event)
+            case .data(let data):
+                precondition(UInt64(data.count) <= remaining, "more data than the part's range")
+                remaining -= UInt64(data.count)
+                if case .data(let previous)? = merged.last {
+                    merged[merged.count - 1] = .data(previous + data)
+                } else {
+                    merged.append(event)
+                }
+            case .end:
+                merged.append(event)
+            }
+        }
+        return merged
+    }
+    let step = max(1, Int(bytes.first ?? 1) % 17)
+    let pieces = stride(from: 0, to: bytes.count, by: step).map { bytes[$0..<min($0 + step, bytes.count)] }
+    let whole = read([bytes[...]])
+    let cut = read(pieces)
+    precondition((whole == nil) == (cut == nil), "refused one way and not the other")
+    precondition(whole == nil || whole! == cut!, "pieces read differently from the whole")
 }
 
 @_cdecl("FuzzDecoders_main")

@@ -85,6 +85,9 @@ public struct InstallRecord: Sendable, Equatable, Codable {
     /// The base64 signature the version was verified with, kept in `record.json` only, so that the kept
     /// zip can be verified again.
     package var signatureValue: String?
+    /// The PEM public key the signature was verified with when it was given with the bundle rather than
+    /// named by the platform, kept in `record.json` only, for the same reason.
+    package var signerKey: String?
     /// Where the version first came from (``source`` says where this command got it): what a repair keeps.
     package var installedSource: InstallSource?
 
@@ -115,6 +118,7 @@ public struct InstallRecord: Sendable, Equatable, Codable {
         case installedAt, lastUsedAt, platform, projectId, transfer, repairedAt, zipBytes
         case fileListDigest = "fileList"
         case signatureValue = "signatureValue"
+        case signerKey = "signerKey"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -138,6 +142,7 @@ public struct InstallRecord: Sendable, Equatable, Codable {
         if encoder.userInfo[RecordCoding.storageKey] as? Bool == true {
             try container.encodeIfPresent(fileListDigest, forKey: .fileListDigest)
             try container.encodeIfPresent(signatureValue, forKey: .signatureValue)
+            try container.encodeIfPresent(signerKey, forKey: .signerKey)
         } else {
             try container.encode(zipBytes, forKey: .zipBytes)
         }
@@ -160,6 +165,7 @@ public struct InstallRecord: Sendable, Equatable, Codable {
         repairedAt = try container.decodeIfPresent(Date.self, forKey: .repairedAt)
         zipBytes = try container.decodeIfPresent(Int64.self, forKey: .zipBytes) ?? 0
         signatureValue = try container.decodeIfPresent(String.self, forKey: .signatureValue)
+        signerKey = try container.decodeIfPresent(String.self, forKey: .signerKey)
     }
 }
 
@@ -188,7 +194,7 @@ extension InstallRecord {
               case .number(let size)? = fields["sizeBytes"], let sizeBytes = Int64(exactly: size),
               let versionTag = optional("versionTag"), let signatureDetail = optional("signatureDetail"),
               let keyId = optional("keyId"), let projectId = optional("projectId"), let fileList = optional("fileList"),
-              let signatureValue = optional("signatureValue"), let repaired = optional("repairedAt") else { return nil }
+              let signatureValue = optional("signatureValue"), let signerKey = optional("signerKey"), let repaired = optional("repairedAt") else { return nil }
         var transfer: Transfer?
         switch fields["transfer"] {
         case nil, .null?:
@@ -213,6 +219,7 @@ extension InstallRecord {
         )
         fileListDigest = fileList
         self.signatureValue = signatureValue
+        self.signerKey = signerKey
         self.transfer = transfer
         self.repairedAt = repairedAt
     }

@@ -87,7 +87,9 @@ extension BundleCache {
         let verifier = SignatureVerifier(
             trusted: try TrustedKeys(trustedKeys), keyStore: KeyStore(directory: root + "/keys/" + namespace.key, lifetime: .seconds(0)), platform: nil
         )
-        let outcome = await verifier.check(signature: record.signatureValue, keyId: record.keyId, versionId: record.versionId, sha256: digest)
+        let outcome = await verifier.check(
+            signature: record.signatureValue, keyId: record.keyId, explicitKey: record.signerPublicKey, versionId: record.versionId, sha256: digest
+        )
         return outcome.status == .verified ? nil : "its signature does not verify: \(outcome.error?.description ?? "unknown")"
     }
 
@@ -223,4 +225,9 @@ extension BundleCache {
             attest(attestations, in: otherDirectory)
         }
     }
+}
+
+extension InstallRecord {
+    /// The public key given with the bundle that its signature was verified with, if it came with one.
+    var signerPublicKey: PublicKey? { signerKey.flatMap { try? PublicKey(pem: $0) } }
 }

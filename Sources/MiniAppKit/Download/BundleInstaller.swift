@@ -333,7 +333,9 @@ public final class BundleInstaller: Sendable {
             }
             var outcome = SignatureOutcome(status: record.signature, keyId: record.keyId)
             if record.signature == .verified {
-                outcome = await offlineVerifier.check(signature: record.signatureValue, keyId: record.keyId, versionId: versionId, sha256: digest)
+                outcome = await offlineVerifier.check(
+                    signature: record.signatureValue, keyId: record.keyId, explicitKey: record.signerPublicKey, versionId: versionId, sha256: digest
+                )
                 guard outcome.status == .verified else {
                     throw CacheError.keptZipRejected(appId: appId, versionId: versionId, reason: "its signature does not verify: \(outcome.error?.description ?? "unknown")")
                 }
@@ -480,7 +482,7 @@ public final class BundleInstaller: Sendable {
             let files = try await unpack(zip, into: stage, appId: appId, versionId: versionId, keepAs: sha256.hexString)
             return try await finish(
                 stage: stage, files: files, appId: appId, versionId: versionId, versionTag: versionTag, source: .bundle, outcome: outcome,
-                sha256: sha256, transfer: Transfer(method: .full, fetchedBytes: size, reusedBytes: 0), signature: signature
+                sha256: sha256, transfer: Transfer(method: .full, fetchedBytes: size, reusedBytes: 0), signature: signature, signer: publicKey
             )
         }
     }
@@ -525,7 +527,7 @@ public final class BundleInstaller: Sendable {
     private func finish(
         stage: String, files: [BundleFile], appId: String, versionId: String, versionTag: String?,
         source: InstallSource, outcome: SignatureOutcome, sha256: [UInt8], transfer: Transfer?, signature: String?,
-        repairing repaired: InstallRecord? = nil
+        signer: PublicKey? = nil, repairing repaired: InstallRecord? = nil
     ) async throws -> InstallOutcome {
         try Task.checkCancellation()
         let now = Date()
@@ -537,6 +539,7 @@ public final class BundleInstaller: Sendable {
         )
         record.transfer = transfer
         record.signatureValue = outcome.status == .verified ? signature : nil
+        record.signerKey = outcome.status == .verified ? signer?.pem : nil
         if let repaired {
             // A repair restores the version as it was installed, and says when.
             record = repaired
