@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         .systemLibrary(
@@ -40,12 +42,17 @@ let package = Package(
             name: "MiniAppCore",
             dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem"]
         ),
-        // The permission store (SQLite).
+        // The permission store: SQLite (embedded, the default) or PostgreSQL (fleets).
         .target(
             name: "MiniAppPermissions",
             dependencies: [
                 "MiniAppCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The client a host service imports: platform client, download, install, cache, launch gate.

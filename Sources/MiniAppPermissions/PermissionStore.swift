@@ -1,211 +1,101 @@
 import Foundation
-import GRDB
+import Logging
 import MiniAppCore
-import Synchronization
 
-/// The per-app custom-permission decisions, in SQLite (`permissions.sqlite` in the cache directory).
+/// What a permission store keeps, whichever database holds it: each app's decisions (status and the
+/// time it was set) and the history of every change.
+package protocol PermissionBackend: Sendable {
+    /// The store as errors name it (a path, or a URL without its password).
+    var name: String { get }
+    /// The app's decisions, by name.
+    func decisions(appId: String) async throws(PermissionStoreError) -> [StoredPermission]
+    /// Every app's decisions, by app id, each sorted by name.
+    func allDecisions() async throws(PermissionStoreError) -> [String: [StoredPermission]]
+    /// The app's changes, oldest first.
+    func history(appId: String) async throws(PermissionStoreError) -> [PermissionChange]
+    /// Stores `decisions` (full names, sorted) in one transaction, with a history row for each change.
+    func apply(appId: String, _ decisions: [StoredPermission]) async throws(PermissionStoreError)
+    /// Forgets the app's decisions in one transaction, with a history row for each.
+    func reset(appId: String, at date: Date) async throws(PermissionStoreError)
+    /// Closes the connections.
+    func close() async
+}
+
+/// How long a PostgreSQL permission store waits: for a connection (including TLS and login), and for
+/// each statement's answer. A database that is stopped fails within about `connect`; one that stopped
+/// answering, within `connect + statement`.
+public struct PermissionStoreTimeouts: Sendable, Equatable {
+    public var connect: Duration
+    public var statement: Duration
+
+    /// Timeouts of `connect` and `statement` (5 s each by default).
+    public init(connect: Duration = .seconds(5), statement: Duration = .seconds(5)) {
+        self.connect = connect
+        self.statement = statement
+    }
+}
+
+/// The per-app custom-permission decisions, with their history: in a SQLite file (the embedded
+/// default) or in PostgreSQL (shared by a fleet of hosts), with the same behaviour.
 ///
-/// WAL mode and a busy timeout let several processes read and write at once; every change runs in one
-/// transaction and leaves a history row. The file is created with mode 0600. A damaged file is reported,
-/// never reset. Reads and writes are async and run on SQLite's own queues, never on the caller's
-/// thread; every wait for another process is bounded by the lock timeout given at open.
+/// Open it once and keep it: every method is safe to call from many tasks at once, and none blocks the
+/// caller's thread. Every change runs in one transaction and leaves a history row. Waits are bounded:
+/// by the lock timeout for SQLite, by ``PermissionStoreTimeouts`` for PostgreSQL; a store that cannot
+/// be reached fails closed (``PermissionStoreError/unreachable(store:reason:)``), and nothing is cached
+/// that could let a revoked permission through. Call ``close()`` when done with a PostgreSQL store.
 public final class PermissionStore: Sendable {
-    /// The database file.
-    public let path: String
-    /// The connections that read; read-only when the store was current at open.
-    private let database: DatabasePool
-    /// The connections that write: opened at the first write when ``database`` is read-only, because
-    /// opening for writing may have to write (GRDB makes sure the WAL file is not empty), and so wait
-    /// for another process's write transaction.
-    private let writable: Mutex<DatabasePool?>
-    private let busySeconds: Double
+    /// Where the store is.
+    public let location: PermissionStoreLocation
+    private let backend: any PermissionBackend
 
-    /// Opens the store in `cacheDirectory`, creating and migrating it when needed, on a thread of its
-    /// own: the open may wait up to `lockTimeout` for other processes. Open it once and keep it: every
-    /// method is safe to call from many tasks at once.
+    /// The store as messages name it: the SQLite file's path, or the PostgreSQL URL without its password.
+    public var path: String { backend.name }
+
+    private init(location: PermissionStoreLocation, backend: any PermissionBackend) {
+        self.location = location
+        self.backend = backend
+    }
+
+    /// Opens the SQLite store in `cacheDirectory` (`permissions.sqlite`), creating and migrating it when
+    /// needed; the open may wait up to `lockTimeout` for other processes.
     public static func open(cacheDirectory: String, lockTimeout: Duration = .seconds(10)) async throws(PermissionStoreError) -> PermissionStore {
-        let outcome: Result<PermissionStore, PermissionStoreError> = await withCheckedContinuation { continuation in
-            let started = WorkerThreads.detach(name: "miniapp.store-open") {
-                continuation.resume(returning: Result { () throws(PermissionStoreError) in try PermissionStore(cacheDirectory: cacheDirectory, lockTimeout: lockTimeout) })
-            }
-            if !started {
-                continuation.resume(returning: .failure(.unavailable(path: cacheDirectory + "/permissions.sqlite", reason: "no thread could be started to open it")))
-            }
-        }
-        return try outcome.get()
+        try await open(.cache(cacheDirectory), lockTimeout: lockTimeout)
     }
 
-    /// Opens the store on the calling thread, which may block up to `lockTimeout`: only ever on the
-    /// thread ``open(cacheDirectory:lockTimeout:)`` starts for it.
-    private init(cacheDirectory: String, lockTimeout: Duration = .seconds(10)) throws(PermissionStoreError) {
-        path = cacheDirectory + "/permissions.sqlite"
-        do {
-            try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
-        } catch {
-            throw .unavailable(path: path, reason: "its folder cannot be created")
-        }
-        // The store and its WAL files are only ever the cache's own files: a link planted in their place
-        // is refused, never written through.
-        for suffix in ["", "-wal", "-shm"] {
-            var info = stat()
-            if lstat(path + suffix, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
-                throw .unavailable(path: path + suffix, reason: (info.st_mode & S_IFMT) == S_IFLNK ? "it is a symbolic link, which the store never follows; remove it" : "it is not a regular file; remove it")
-            }
-        }
-        let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .unavailable(path: path, reason: String(cString: strerror(errno))) }
-        var info = stat()
-        let existed = fstat(descriptor, &info) == 0 && info.st_size > 0
-        close(descriptor)
-        let seconds = Double(lockTimeout.components.seconds) + Double(lockTimeout.components.attoseconds) / 1e18
-        busySeconds = seconds
-        let configuration = Self.configuration(busySeconds: seconds, readOnly: false)
-        // A store whose schema is current is opened for reading only: no lock of any kind and no write,
-        // so that opening never waits for another process's write (WAL lets readers go on beside a
-        // writer). Writing connections open at the first write.
-        if existed {
-            do {
-                let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: true))
-                if try pool.read({ try Self.migrator.hasCompletedMigrations($0) }) {
-                    database = pool
-                    writable = Mutex(nil)
-                    for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
-                    return
-                }
-            } catch {
-                throw Self.storeError(error, path: path)
-            }
-        }
-        // Switching a new file to WAL and creating or migrating its tables race between processes doing
-        // it at once; an exclusive flock on the cache folder (no extra file) serialises that step,
-        // waited for at most `lockTimeout`.
-        let folder = Glibc.open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        defer { if folder >= 0 { close(folder) } }
-        if folder >= 0 {
-            let deadline = ContinuousClock.now + lockTimeout
-            while flock(folder, LOCK_EX | LOCK_NB) != 0 {
-                guard errno == EWOULDBLOCK || errno == EINTR else { break }
-                guard ContinuousClock.now < deadline else { throw .busy(path: path, waitedSeconds: Int(seconds)) }
-                usleep(5_000)
-            }
-        }
-        do {
-            let pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(pool)
-            database = pool
-            writable = Mutex(pool)
-        } catch {
-            throw Self.storeError(error, path: path)
-        }
-        for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
-    }
-
-    private static func configuration(busySeconds: Double, readOnly: Bool) -> Configuration {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(busySeconds)
-        configuration.label = "miniapp.permissions"
-        configuration.readonly = readOnly
-        return configuration
-    }
-
-    /// The writing connections, opened on a thread of their own the first time.
-    private func writer() async throws(PermissionStoreError) -> DatabasePool {
-        if let pool = writable.withLock({ $0 }) { return pool }
-        let (path, seconds) = (self.path, busySeconds)
-        let outcome: Result<DatabasePool, PermissionStoreError> = await withCheckedContinuation { continuation in
-            let started = WorkerThreads.detach(name: "miniapp.store-open") {
-                continuation.resume(returning: Result { () throws(PermissionStoreError) in
-                    do {
-                        let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: false))
-                        for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
-                        return pool
-                    } catch {
-                        throw Self.storeError(error, path: path)
-                    }
-                })
-            }
-            if !started { continuation.resume(returning: .failure(.unavailable(path: path, reason: "no thread could be started to open it"))) }
-        }
-        let opened = try outcome.get()
-        return writable.withLock { pool in
-            if let pool { return pool }
-            pool = opened
-            return opened
+    /// Opens the store at `location`, creating or migrating its tables when they are behind (safe when
+    /// several processes or machines start at once).
+    ///
+    /// - Parameters:
+    ///   - lockTimeout: how long SQLite waits for another process's lock.
+    ///   - timeouts: how long PostgreSQL may take to connect and to answer each statement.
+    ///   - logger: where a PostgreSQL store logs its connections (never with a password).
+    public static func open(
+        _ location: PermissionStoreLocation, lockTimeout: Duration = .seconds(10), timeouts: PermissionStoreTimeouts = PermissionStoreTimeouts(),
+        logger: Logger = Logger(label: "miniapp.permissions", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) async throws(PermissionStoreError) -> PermissionStore {
+        switch location {
+        case .sqlite(let path):
+            return PermissionStore(location: location, backend: try await SQLitePermissionBackend.open(path: path, lockTimeout: lockTimeout))
+        case .postgres(let settings):
+            return PermissionStore(location: location, backend: try await PostgresPermissionBackend.open(settings, timeouts: timeouts, logger: logger))
         }
     }
 
-    private static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.create(table: "permission") { table in
-                table.column("appId", .text).notNull()
-                table.column("name", .text).notNull()
-                table.column("status", .text).notNull()
-                table.column("decidedAt", .double).notNull()
-                table.primaryKey(["appId", "name"])
-            }
-            try db.create(table: "permissionHistory") { table in
-                table.autoIncrementedPrimaryKey("id")
-                table.column("appId", .text).notNull().indexed()
-                table.column("name", .text).notNull()
-                table.column("fromStatus", .text)
-                table.column("toStatus", .text)
-                table.column("changedAt", .double).notNull()
-            }
-        }
-        return migrator
-    }
-
-    static func storeError(_ error: any Error, path: String) -> PermissionStoreError {
-        if let error = error as? PermissionStoreError { return error }
-        if let error = error as? DatabaseError {
-            switch error.resultCode {
-            case .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_FORMAT:
-                return .corrupt(path: path, reason: error.message ?? "\(error.resultCode)")
-            case .SQLITE_BUSY, .SQLITE_LOCKED:
-                return .busy(path: path, waitedSeconds: nil)
-            default:
-                return .unavailable(path: path, reason: error.message ?? "\(error.resultCode)")
-            }
-        }
-        return .unavailable(path: path, reason: "\(error)")
-    }
-
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PermissionStoreError) -> T {
-        do {
-            return try await database.read(body)
-        } catch {
-            throw Self.storeError(error, path: path)
-        }
-    }
-
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PermissionStoreError) -> T {
-        do {
-            return try await writer().write(body)
-        } catch {
-            throw Self.storeError(error, path: path)
-        }
+    /// Closes the store's connections (PostgreSQL); later calls fail. Nothing to do for SQLite.
+    public func close() async {
+        await backend.close()
     }
 
     // MARK: Reading
 
     /// The stored decisions of one app, by name.
     public func stored(appId: String) async throws -> [StoredPermission] {
-        try await read { db in
-            try Row.fetchAll(db, sql: "SELECT name, status, decidedAt FROM permission WHERE appId = ? ORDER BY name", arguments: [appId])
-                .compactMap(Self.stored(from:))
-        }
+        try await backend.decisions(appId: appId)
     }
 
-    /// Every app with stored decisions, sorted by id.
+    /// Every app with stored decisions, with its decisions sorted by name.
     public func appsWithDecisions() async throws -> [String: [StoredPermission]] {
-        try await read { db in
-            var result: [String: [StoredPermission]] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT appId, name, status, decidedAt FROM permission ORDER BY appId, name") {
-                if let permission = Self.stored(from: row) { result[row["appId"], default: []].append(permission) }
-            }
-            return result
-        }
+        try await backend.allDecisions()
     }
 
     /// An app's permissions as a host shows them: every declared one with its status (`DENIED` when
@@ -259,67 +149,89 @@ public final class PermissionStore: Sendable {
     /// before answering a mini-app's request.
     public func isAllowed(appId: String, permission: String) async throws -> Bool {
         let name = PermissionName.full(permission)
-        return try await read { db in
-            try String.fetchOne(db, sql: "SELECT status FROM permission WHERE appId = ? AND name = ?", arguments: [appId, name])
-        } == PermissionStatus.allowed.rawValue
+        return try await stored(appId: appId).first { $0.name == name }?.status == .allowed
     }
 
     /// The app's history of changes, oldest first.
     public func history(appId: String) async throws -> [PermissionChange] {
-        try await read { db in
-            try Row.fetchAll(db, sql: "SELECT name, fromStatus, toStatus, changedAt FROM permissionHistory WHERE appId = ? ORDER BY id", arguments: [appId]).map { row in
-                PermissionChange(
-                    name: row["name"], from: (row["fromStatus"] as String?).flatMap(PermissionStatus.init(rawValue:)),
-                    to: (row["toStatus"] as String?).flatMap(PermissionStatus.init(rawValue:)),
-                    changedAt: Date(timeIntervalSince1970: row["changedAt"])
-                )
-            }
-        }
+        try await backend.history(appId: appId)
     }
 
     // MARK: Writing
 
     /// Sets statuses (full or short names) in one transaction, recording each change in the history.
     public func set(appId: String, _ statuses: [String: PermissionStatus], at date: Date = Date()) async throws {
+        let time = Self.storedTime(date)
+        try await record(appId: appId, statuses.map { StoredPermission(name: $0.key, status: $0.value, decidedAt: time) })
+    }
+
+    /// Stores decisions (full or short names) each with its own time, in one transaction: what an
+    /// import of a ``PermissionSnapshot`` does.
+    public func record(appId: String, _ decisions: [StoredPermission]) async throws {
         try Identifier.validate(appId, as: .app)
-        var normalized: [String: PermissionStatus] = [:]
-        for (name, status) in statuses {
-            guard PermissionName.isValid(name) else { throw PermissionStoreError.invalidName(name) }
-            normalized[PermissionName.full(name)] = status
+        var normalized: [String: StoredPermission] = [:]
+        for decision in decisions {
+            guard PermissionName.isValid(decision.name) else { throw PermissionStoreError.invalidName(decision.name) }
+            let name = PermissionName.full(decision.name)
+            normalized[name] = StoredPermission(name: name, status: decision.status, decidedAt: Self.storedTime(decision.decidedAt))
         }
-        let changes = normalized
-        try await write { db in
-            for (name, status) in changes.sorted(by: { $0.key < $1.key }) {
-                let previous = try String.fetchOne(db, sql: "SELECT status FROM permission WHERE appId = ? AND name = ?", arguments: [appId, name])
-                try db.execute(
-                    sql: "INSERT INTO permission (appId, name, status, decidedAt) VALUES (?, ?, ?, ?) ON CONFLICT(appId, name) DO UPDATE SET status = excluded.status, decidedAt = excluded.decidedAt",
-                    arguments: [appId, name, status.rawValue, date.timeIntervalSince1970]
-                )
-                if previous != status.rawValue {
-                    try db.execute(
-                        sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, ?, ?)",
-                        arguments: [appId, name, previous, status.rawValue, date.timeIntervalSince1970]
-                    )
-                }
-            }
-        }
+        try await backend.apply(appId: appId, normalized.values.sorted { $0.name < $1.name })
     }
 
     /// Forgets every stored status of the app (the history keeps the resets).
     public func reset(appId: String, at date: Date = Date()) async throws {
-        try await write { db in
-            for row in try Row.fetchAll(db, sql: "SELECT name, status FROM permission WHERE appId = ?", arguments: [appId]) {
-                try db.execute(
-                    sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, NULL, ?)",
-                    arguments: [appId, row["name"] as String, row["status"] as String, date.timeIntervalSince1970]
-                )
-            }
-            try db.execute(sql: "DELETE FROM permission WHERE appId = ?", arguments: [appId])
+        try Identifier.validate(appId, as: .app)
+        try await backend.reset(appId: appId, at: Self.storedTime(date))
+    }
+
+    // MARK: Moving between stores
+
+    /// Every decision of every app, with its time: what ``restore(_:)`` writes into another store.
+    public func snapshot() async throws -> PermissionSnapshot {
+        PermissionSnapshot(apps: try await appsWithDecisions().sorted { $0.key < $1.key }.map { PermissionSnapshot.App(id: $0.key, permissions: $0.value) })
+    }
+
+    /// Stores every decision of `snapshot` with its time, one transaction per app.
+    public func restore(_ snapshot: PermissionSnapshot) async throws {
+        for app in snapshot.apps { try Identifier.validate(app.id, as: .app) }
+        for app in snapshot.apps where !app.permissions.isEmpty {
+            try await record(appId: app.id, app.permissions)
         }
     }
 
-    private static func stored(from row: Row) -> StoredPermission? {
-        guard let status = PermissionStatus(rawValue: row["status"]) else { return nil }
-        return StoredPermission(name: row["name"], status: status, decidedAt: Date(timeIntervalSince1970: row["decidedAt"]))
+    /// `date` as stored: whole milliseconds, the precision of exports, so that an export and an import
+    /// carry times exactly.
+    static func storedTime(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: Double(RecordCoding.milliseconds(date)) / 1000)
+    }
+}
+
+/// Every decision of a permission store with the time it was set: the `store` export format, which
+/// carries a store's decisions into another store (SQLite to PostgreSQL, say). Undecided permissions are
+/// not decisions and are not in it; neither is the history.
+public struct PermissionSnapshot: Sendable, Equatable, Codable {
+    /// One app's decisions.
+    public struct App: Sendable, Equatable, Codable {
+        public var id: String
+        public var permissions: [StoredPermission]
+
+        public init(id: String, permissions: [StoredPermission]) {
+            self.id = id
+            self.permissions = permissions
+        }
+    }
+
+    /// The format's name, `miniapp.permissions`.
+    public var format: String
+    /// The format's version, 1.
+    public var version: Int
+    public var apps: [App]
+
+    public static let formatName = "miniapp.permissions"
+
+    public init(apps: [App]) {
+        format = Self.formatName
+        version = 1
+        self.apps = apps
     }
 }

@@ -32,6 +32,9 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .customLong("no-delta"), help: "Download whole zips: never assemble an update from the app's kept zip.")
     var noDelta = false
 
+    @Option(name: .customLong("permission-store"), help: "Where permission decisions live: a SQLite file, or postgres://user[:password]@host[:port]/database[?sslmode=...] (default: <cache-dir>/permissions.sqlite).")
+    var permissionStore: String?
+
     @Flag(help: "Print one JSON document on stdout.")
     var json = false
 
@@ -50,7 +53,7 @@ struct GlobalOptions: ParsableArguments {
         ConfigurationOverrides(
             platform: platform, projectId: projectId, subscriptionKey: subscriptionKey,
             preview: preview ? true : nil, cacheDirectory: cacheDir, signaturePolicy: signaturePolicy,
-            language: lang, offline: offline ? true : nil, delta: noDelta ? false : nil
+            language: lang, offline: offline ? true : nil, delta: noDelta ? false : nil, permissionStore: permissionStore
         )
     }
 
@@ -91,6 +94,21 @@ struct GlobalOptions: ParsableArguments {
         } catch {
             await installer.shutdown()
             await platform?.close()
+            throw error
+        }
+    }
+
+    /// Runs `body` with the configured permission store, closed afterwards.
+    func withPermissionStore<Result: Sendable>(_ configuration: MiniAppConfiguration, _ body: (PermissionStore) async throws -> Result) async throws -> Result {
+        let store = try await PermissionStore.open(
+            configuration.permissionStoreLocation, lockTimeout: configuration.lockTimeout, timeouts: configuration.permissionStoreTimeouts, logger: logger
+        )
+        do {
+            let result = try await body(store)
+            await store.close()
+            return result
+        } catch {
+            await store.close()
             throw error
         }
     }

@@ -7,12 +7,14 @@ struct PermissionsCommand: AsyncParsableCommand {
         commandName: "permissions",
         abstract: "Show, grant, deny, reset, list, import and export the custom permissions of mini-apps.",
         discussion: """
-            Decisions live in <cache-dir>/permissions.sqlite, shared safely between processes; removing
+            Decisions live in <cache-dir>/permissions.sqlite, shared safely between processes, or in the
+            store --permission-store names (a SQLite file, or a PostgreSQL database a fleet shares); removing
             cached versions never touches them. Names may be full (rakuten.miniapp.user.USER_NAME) or short (USER_NAME).
             Examples:
               miniapp permissions show hello
               miniapp permissions grant hello USER_NAME LOCATION
               miniapp permissions export hello --format pairs > hello.json
+              miniapp permissions export --format store | miniapp permissions import - --permission-store postgres://host/db
             """,
         subcommands: [
             PermissionsShowCommand.self, PermissionsGrantCommand.self, PermissionsDenyCommand.self, PermissionsResetCommand.self,
@@ -67,8 +69,8 @@ struct PermissionsShowCommand: AsyncParsableCommand {
         try Identifier.validate(appId, as: .app)
         let configuration = try options.configuration()
         let manifest = try await options.declaredManifest(appId: appId, configuration)
-        let store = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout)
-        try options.renderPermissions(try await store.permissions(appId: appId, manifest: manifest))
+        let states = try await options.withPermissionStore(configuration) { try await $0.permissions(appId: appId, manifest: manifest) }
+        try options.renderPermissions(states)
     }
 }
 
@@ -100,9 +102,11 @@ extension PermissionDecisionCommand {
         let configuration = try options.configuration()
         // The manifest first: a command that fails must not have changed the store.
         let manifest = try await options.declaredManifest(appId: appId, configuration)
-        let store = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout)
-        try await store.set(appId: appId, Dictionary(names.map { ($0, Self.status) }, uniquingKeysWith: { first, _ in first }))
-        try options.renderPermissions(try await store.permissions(appId: appId, manifest: manifest))
+        let states = try await options.withPermissionStore(configuration) { store in
+            try await store.set(appId: appId, Dictionary(names.map { ($0, Self.status) }, uniquingKeysWith: { first, _ in first }))
+            return try await store.permissions(appId: appId, manifest: manifest)
+        }
+        try options.renderPermissions(states)
     }
 }
 
@@ -135,7 +139,7 @@ struct PermissionsResetCommand: AsyncParsableCommand {
     func run() async throws {
         try Identifier.validate(appId, as: .app)
         let configuration = try options.configuration()
-        try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout).reset(appId: appId)
+        try await options.withPermissionStore(configuration) { try await $0.reset(appId: appId) }
         if !options.quiet && !options.json { Console.standardError("forgot the stored permissions of \(appId)") }
         if options.json { try Console.json([String: String]()) }
     }
@@ -153,7 +157,7 @@ struct PermissionsListCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.configuration()
-        let stored = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout).appsWithDecisions()
+        let stored = try await options.withPermissionStore(configuration) { try await $0.appsWithDecisions() }
         var ids = Set(stored.keys)
         for cache in options.caches(configuration) { ids.formUnion(cache.records().map(\.id)) }
         let entries = ids.sorted().map { Entry(id: $0, permissions: stored[$0] ?? []) }
@@ -169,43 +173,76 @@ struct PermissionsListCommand: AsyncParsableCommand {
 }
 
 struct PermissionsExportCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "export", abstract: "Print an app's permissions in an SDK interchange shape.")
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Print an app's permissions in an SDK interchange shape, or every decision of the store (--format store).",
+        discussion: """
+            --format store prints every decision with the time it was set, of one app or (without an app id) of
+            every app: what 'permissions import' reads back into another store with the same times.
+            """
+    )
 
-    @Argument(help: "The mini-app's id.")
-    var appId: String
+    @Argument(help: "The mini-app's id (optional with --format store: every app).")
+    var appId: String?
 
-    @Option(help: "full ([{permissionName, isPermissionGranted}]) or pairs ({miniAppId, pairValues}).")
-    var format: PermissionInterchange = .full
+    @Option(help: "full ([{permissionName, isPermissionGranted}]), pairs ({miniAppId, pairValues}) or store (every decision with its time).")
+    var format: ExportFormat = .full
 
     @OptionGroup var options: GlobalOptions
 
+    enum ExportFormat: String, ExpressibleByArgument, CaseIterable {
+        case full, pairs, store
+    }
+
+    func validate() throws {
+        if appId == nil, format != .store { throw ValidationError("name the app to export, or use --format store for every app") }
+        if let appId, !Identifier.isValid(appId) { throw ValidationError(IdentifierError.invalid(kind: .app, value: appId).description) }
+    }
+
     func run() async throws {
-        try Identifier.validate(appId, as: .app)
         let configuration = try options.configuration()
-        let manifest = try await options.declaredManifest(appId: appId, configuration)
-        let states = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout).permissions(appId: appId, manifest: manifest)
-        var data = try format.export(appId: appId, states)
+        var data: Data
+        if format == .store {
+            var snapshot = try await options.withPermissionStore(configuration) { try await $0.snapshot() }
+            if let appId { snapshot.apps = snapshot.apps.filter { $0.id == appId } }
+            data = try RecordCoding.encoder(pretty: true).encode(snapshot)
+        } else if let appId {
+            let manifest = try await options.declaredManifest(appId: appId, configuration)
+            let states = try await options.withPermissionStore(configuration) { try await $0.permissions(appId: appId, manifest: manifest) }
+            data = try (format == .pairs ? PermissionInterchange.pairs : .full).export(appId: appId, states)
+        } else {
+            return
+        }
         data.append(UInt8(ascii: "\n"))
         Console.output(data)
     }
 }
 
-extension PermissionInterchange: ExpressibleByArgument {}
-
 struct PermissionsImportCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "import", abstract: "Store the statuses of a document in either interchange shape (- reads stdin).")
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Store the statuses of a document in either interchange shape, or every decision of a store export (- reads stdin).",
+        discussion: """
+            permissions import <app-id> <file> reads either SDK shape for one app; permissions import <file> reads
+            an export in the store format (every app, each decision with its time).
+            """
+    )
 
-    @Argument(help: "The mini-app's id.")
-    var appId: String
-
-    @Argument(help: "The JSON file, or - for standard input.")
-    var file: String
+    @Argument(help: "[<app-id>] <file>: the mini-app's id (not with a store export), then the JSON file, or - for standard input.")
+    var arguments: [String] = []
 
     @OptionGroup var options: GlobalOptions
 
+    func validate() throws {
+        guard (1...2).contains(arguments.count) else { throw ValidationError("give the app id and the file, or only the file of a store export") }
+        if arguments.count == 2, !Identifier.isValid(arguments[0]) {
+            throw ValidationError(IdentifierError.invalid(kind: .app, value: arguments[0]).description)
+        }
+    }
+
     func run() async throws {
-        try Identifier.validate(appId, as: .app)
         let configuration = try options.configuration()
+        let file = arguments[arguments.count - 1]
         let data: Data
         if file == "-" {
             data = FileHandle.standardInput.readDataToEndOfFile()
@@ -213,14 +250,34 @@ struct PermissionsImportCommand: AsyncParsableCommand {
             guard let contents = FileManager.default.contents(atPath: file) else { throw BundleFileError.unreadable(path: file, reason: "it cannot be read") }
             data = contents
         }
+        let snapshot = try? RecordCoding.decoder().decode(PermissionSnapshot.self, from: data)
+        if let snapshot, snapshot.format == PermissionSnapshot.formatName {
+            guard snapshot.version == 1 else { throw PermissionStoreError.invalidImport(reason: "it is a store export of version \(snapshot.version), which this version cannot read") }
+            var chosen = snapshot
+            if arguments.count == 2 { chosen.apps = snapshot.apps.filter { $0.id == arguments[0] } }
+            try await options.withPermissionStore(configuration) { try await $0.restore(chosen) }
+            let count = chosen.apps.reduce(0) { $0 + $1.permissions.count }
+            if options.json {
+                try Console.json(["apps": chosen.apps.count, "decisions": count])
+            } else if !options.quiet {
+                Console.standardError("imported \(count) decision\(count == 1 ? "" : "s") of \(chosen.apps.count) app\(chosen.apps.count == 1 ? "" : "s")")
+            }
+            return
+        }
+        guard arguments.count == 2 else {
+            throw PermissionStoreError.invalidImport(reason: "without an app id, only a store export (permissions export --format store) can be imported")
+        }
+        let appId = arguments[0]
         let parsed = try PermissionInterchange.parse(data)
         if let named = parsed.appId, named != appId {
             throw ValidationError("the document is for app \(named), not \(appId)")
         }
         let manifest = try await options.declaredManifest(appId: appId, configuration)
-        let store = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout)
-        try await store.set(appId: appId, parsed.statuses)
-        try options.renderPermissions(try await store.permissions(appId: appId, manifest: manifest))
+        let states = try await options.withPermissionStore(configuration) { store in
+            try await store.set(appId: appId, parsed.statuses)
+            return try await store.permissions(appId: appId, manifest: manifest)
+        }
+        try options.renderPermissions(states)
     }
 }
 
@@ -235,7 +292,7 @@ struct PermissionsHistoryCommand: AsyncParsableCommand {
     func run() async throws {
         try Identifier.validate(appId, as: .app)
         let configuration = try options.configuration()
-        let changes = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout).history(appId: appId)
+        let changes = try await options.withPermissionStore(configuration) { try await $0.history(appId: appId) }
         if options.json {
             try Console.json(changes)
             return

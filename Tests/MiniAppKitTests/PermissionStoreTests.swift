@@ -13,8 +13,25 @@ import Testing
         optPermissions: [PermissionDeclaration(name: KnownPermission.location.rawValue, reason: "weather")]
     )
 
-    @Test func undecidedDeclaredPermissionsAreDeniedAndTheGateStaysClosed() async throws {
-        let store = try await PermissionStore.open(cacheDirectory: cache)
+    /// A new, empty store of `backend`: the SQLite file in this test's cache, or a new database of the
+    /// test process's PostgreSQL cluster.
+    func makeStore(_ backend: StoreBackend) async throws -> PermissionStore {
+        try await PermissionStore.open(try await location(backend))
+    }
+
+    func location(_ backend: StoreBackend) async throws -> PermissionStoreLocation {
+        switch backend {
+        case .sqlite:
+            return .cache(cache)
+        case .postgres:
+            let cluster = try await PostgresCluster.shared()
+            return try PermissionStoreLocation.parse(cluster.socketURL(try cluster.createDatabase()))
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func undecidedDeclaredPermissionsAreDeniedAndTheGateStaysClosed(backend: StoreBackend) async throws {
+        let store = try await makeStore(backend)
         let states = try await store.permissions(appId: "app", manifest: manifest)
         #expect(states.map(\.name) == [KnownPermission.userName.rawValue, "com.example.CUSTOM", KnownPermission.location.rawValue])
         #expect(states.allSatisfy { $0.status == .denied && $0.decidedAt == nil })
@@ -23,23 +40,30 @@ import Testing
         #expect(try await store.launchDecision(appId: "app", manifest: manifest).missing == [KnownPermission.userName.rawValue, "com.example.CUSTOM"])
     }
 
-    @Test func grantsOpenTheGateAndSurviveReopening() async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func grantsOpenTheGateAndSurviveReopening(backend: StoreBackend) async throws {
+        let location = try await location(backend)
         do {
-            let store = try await PermissionStore.open(cacheDirectory: cache)
+            let store = try await PermissionStore.open(location)
             try await store.set(appId: "app", ["USER_NAME": .allowed, "com.example.CUSTOM": .allowed, "LOCATION": .denied])
+            await store.close()
         }
-        let reopened = try await PermissionStore.open(cacheDirectory: cache)
+        let reopened = try await PermissionStore.open(location)
+        defer { Task { await reopened.close() } }
         #expect(try await reopened.launchDecision(appId: "app", manifest: manifest).allowed)
         #expect(try await reopened.isAllowed(appId: "app", permission: "USER_NAME"))
         #expect(try await reopened.isAllowed(appId: "app", permission: KnownPermission.userName.rawValue))
         #expect(!(try await reopened.isAllowed(appId: "app", permission: "LOCATION")))
         #expect(!(try await reopened.isAllowed(appId: "other", permission: "USER_NAME")))
-        let mode = try FileManager.default.attributesOfItem(atPath: reopened.path)[.posixPermissions] as? Int
-        #expect(mode == 0o600)
+        if backend == .sqlite {
+            let mode = try FileManager.default.attributesOfItem(atPath: reopened.path)[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+        }
     }
 
-    @Test func aNewRequiredPermissionClosesTheGateAgain() async throws {
-        let store = try await PermissionStore.open(cacheDirectory: cache)
+    @Test(arguments: StoreBackend.allCases)
+    func aNewRequiredPermissionClosesTheGateAgain(backend: StoreBackend) async throws {
+        let store = try await makeStore(backend)
         try await store.set(appId: "app", ["USER_NAME": .allowed, "com.example.CUSTOM": .allowed])
         #expect(try await store.launchDecision(appId: "app", manifest: manifest).allowed)
         var newer = manifest
@@ -47,8 +71,9 @@ import Testing
         #expect(try await store.launchDecision(appId: "app", manifest: newer).missing == [KnownPermission.contactList.rawValue])
     }
 
-    @Test func historyRecordsEveryChangeAndReset() async throws {
-        let store = try await PermissionStore.open(cacheDirectory: cache)
+    @Test(arguments: StoreBackend.allCases)
+    func historyRecordsEveryChangeAndReset(backend: StoreBackend) async throws {
+        let store = try await makeStore(backend)
         try await store.set(appId: "app", ["USER_NAME": .allowed])
         try await store.set(appId: "app", ["USER_NAME": .allowed])
         try await store.set(appId: "app", ["USER_NAME": .denied])
@@ -59,8 +84,9 @@ import Testing
         #expect(try await store.stored(appId: "app").isEmpty)
     }
 
-    @Test func undeclaredStoredDecisionsAreKept() async throws {
-        let store = try await PermissionStore.open(cacheDirectory: cache)
+    @Test(arguments: StoreBackend.allCases)
+    func undeclaredStoredDecisionsAreKept(backend: StoreBackend) async throws {
+        let store = try await makeStore(backend)
         try await store.set(appId: "app", ["POINTS": .notAvailable])
         let extra = try #require(try await store.permissions(appId: "app", manifest: manifest).last)
         #expect(extra.name == KnownPermission.points.rawValue)
@@ -68,9 +94,9 @@ import Testing
         #expect(extra.status == .notAvailable)
     }
 
-    @Test(arguments: PermissionInterchange.allCases)
-    func interchangeShapesRoundTrip(shape: PermissionInterchange) async throws {
-        let store = try await PermissionStore.open(cacheDirectory: cache)
+    @Test(arguments: PermissionInterchange.allCases, StoreBackend.allCases)
+    func interchangeShapesRoundTrip(shape: PermissionInterchange, backend: StoreBackend) async throws {
+        let store = try await makeStore(backend)
         try await store.set(appId: "app", ["USER_NAME": .allowed, "LOCATION": .notAvailable, "com.example.CUSTOM": .denied])
         let exported = try shape.export(appId: "app", try await store.permissions(appId: "app", manifest: manifest))
         let parsed = try PermissionInterchange.parse(exported)
@@ -101,18 +127,54 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage, "never silently reset")
     }
 
-    @Test func concurrentWritersFromManyConnectionsLoseNothing() async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func concurrentWritersFromManyConnectionsLoseNothing(backend: StoreBackend) async throws {
+        let location = try await location(backend)
         let names = KnownPermission.allCases.map(\.shortName)
+        // Every writer its own store (its own connections), toggling its permission 10 times while the
+        // others do theirs, all on one app.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for name in names {
                 group.addTask {
-                    let store = try await PermissionStore.open(cacheDirectory: cache)
+                    let store = try await PermissionStore.open(location)
+                    for round in 0..<10 { try await store.set(appId: "app", [name: round % 2 == 0 ? .allowed : .denied]) }
                     try await store.set(appId: "app", [name: .allowed])
+                    await store.close()
                 }
             }
             try await group.waitForAll()
         }
-        #expect(try await PermissionStore.open(cacheDirectory: cache).stored(appId: "app").count == names.count)
+        let store = try await PermissionStore.open(location)
+        let stored = try await store.stored(appId: "app")
+        #expect(stored.count == names.count && stored.allSatisfy { $0.status == .allowed })
+        // The history is the current state's: 11 changes per permission, each from the one before.
+        let history = try await store.history(appId: "app")
+        #expect(history.count == names.count * 11)
+        for name in Set(history.map(\.name)) {
+            let changes = history.filter { $0.name == name }
+            #expect(changes.first?.from == nil)
+            #expect(zip(changes, changes.dropFirst()).allSatisfy { $0.to == $1.from }, "\(name)")
+            #expect(changes.last?.to == .allowed)
+        }
+        await store.close()
+    }
+
+    @Test(arguments: [(StoreBackend.sqlite, StoreBackend.postgres), (.postgres, .sqlite)])
+    func aSnapshotCarriesEveryDecisionWithItsTimeIntoTheOtherBackend(from: StoreBackend, to: StoreBackend) async throws {
+        let source = try await makeStore(from)
+        try await source.set(appId: "app", ["USER_NAME": .allowed, "LOCATION": .denied], at: Date(timeIntervalSince1970: 1_795_341_404.237))
+        try await source.set(appId: "other", ["POINTS": .notAvailable], at: Date(timeIntervalSince1970: 1_700_000_000.001))
+        let snapshot = try await source.snapshot()
+        #expect(snapshot.apps.map(\.id) == ["app", "other"])
+        let text = try RecordCoding.encoder().encode(snapshot)
+        let read = try RecordCoding.decoder().decode(PermissionSnapshot.self, from: text)
+        let target = try await makeStore(to)
+        try await target.restore(read)
+        #expect(try RecordCoding.encoder().encode(try await target.snapshot()) == text, "the same decisions with the same times")
+        let decided = try await target.stored(appId: "app").first { $0.name == KnownPermission.userName.rawValue }?.decidedAt
+        #expect(decided.map(RecordCoding.format) == "2026-11-22T09:56:44.237Z")
+        await source.close()
+        await target.close()
     }
 
     @Test func manifestDiffNamesEveryKindOfChange() {
@@ -138,6 +200,12 @@ import Testing
         #expect(diff.customMetaDataChanged.map(\.key) == ["added", "gone", "k"])
         #expect(ManifestDiff(from: old, to: old).isEmpty)
     }
+}
+
+/// The permission store's two backends: the same behaviour tests run against both.
+enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+    var testDescription: String { rawValue }
 }
 
 @Suite struct RecordCodingTests {

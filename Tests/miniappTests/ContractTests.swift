@@ -5,40 +5,13 @@ import MiniAppTestSupport
 import Synchronization
 import Testing
 
-/// A 127.0.0.1 port nothing listens on, for as long as this value lives: the port stays bound (not
-/// listening), so connections to it are refused and no test server started meanwhile can take it.
-final class ClosedPort {
-    let port: Int
-    private let descriptor: Int32
-
-    init() {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.descriptor = descriptor
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                _ = bind(descriptor, raw, length)
-                _ = getsockname(descriptor, raw, &length)
-            }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    deinit {
-        close(descriptor)
-    }
-}
-
 /// The failure and cache rules of spec/cli.md that cut across commands.
 @Suite struct ContractTests {
     let work = try! TemporaryDirectory.make().path
 
     @Test func aPlatformThatRefusesConnectionsFailsOnTheFirstAttempt() async throws {
         // With the default timeouts and retries: a refused connection is not worth waiting for.
-        let closed = (ClosedPort(), ClosedPort())
+        let closed = (LoopbackPort(), LoopbackPort())
         defer { withExtendedLifetime(closed) {} }
         let dead = "http://127.0.0.1:\(closed.0.port)/"
         let environment = ["MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": work + "/cache", "HOME": work]
@@ -80,7 +53,7 @@ final class ClosedPort {
 
         // Another platform URL (a server gone, restarted on another port): cache commands still see the
         // version, and load falls back to it.
-        let closed = ClosedPort()
+        let closed = LoopbackPort()
         defer { withExtendedLifetime(closed) {} }
         let elsewhere = ["MINIAPP_PLATFORM": "http://127.0.0.1:\(closed.port)/", "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": cache, "HOME": work]
         let cached = try await CommandRunner.run(["cache", "list", "--json"], environment: elsewhere)

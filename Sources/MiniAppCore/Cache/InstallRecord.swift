@@ -266,7 +266,7 @@ public enum RecordCoding {
 
     /// `date` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
     public static func format(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let milliseconds = self.milliseconds(date)
         var seconds = time_t(milliseconds.quotientAndRemainder(dividingBy: 1000).quotient - (milliseconds < 0 && milliseconds % 1000 != 0 ? 1 : 0))
         let fraction = Int(milliseconds - Int64(seconds) * 1000)
         var parts = tm()
@@ -280,6 +280,13 @@ public enum RecordCoding {
     }
 
     /// The date in `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, or `nil`.
+    /// The whole milliseconds since 1970 of `date`, as ``format(_:)`` writes them. A date a few
+    /// microseconds short of a millisecond is that millisecond: what a millisecond becomes after a
+    /// trip through a `Double` of seconds.
+    public static func milliseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000 + 0.01).rounded(.down))
+    }
+
     public static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z") else { return nil }

@@ -122,6 +122,12 @@ public enum PermissionStoreError: CategorizedError, Equatable {
     case invalidImport(reason: String)
     /// The app's required permissions are not all allowed.
     case launchRefused(appId: String, missing: [String])
+    /// The database server cannot be reached, or did not answer in time (`store` is shown without its password).
+    case unreachable(store: String, reason: String)
+    /// The database server refused the credentials, or the rights the store needs.
+    case refused(store: String, reason: String)
+    /// A permission store location that cannot be used as given.
+    case invalidLocation(reason: String)
 
     public var category: ErrorCategory {
         switch self {
@@ -129,7 +135,9 @@ public enum PermissionStoreError: CategorizedError, Equatable {
         case .unavailable: return .localIO
         case .busy: return .busy
         case .invalidName: return .usage
-        case .launchRefused: return .notAllowed
+        case .launchRefused, .refused: return .notAllowed
+        case .unreachable: return .unavailable
+        case .invalidLocation: return .usage
         }
     }
 
@@ -147,6 +155,12 @@ public enum PermissionStoreError: CategorizedError, Equatable {
             return "the import is in neither interchange shape (\(reason)): use [{\"permissionName\", \"isPermissionGranted\"}] or {\"miniAppId\", \"pairValues\": [{\"first\", \"second\"}]}"
         case .launchRefused(let appId, let missing):
             return "app \(appId) may not launch: required permission\(missing.count == 1 ? "" : "s") not allowed: \(missing.joined(separator: ", ")); grant them in the permission store to let it launch"
+        case .unreachable(let store, let reason):
+            return "cannot reach the permission store \(store): \(reason); the launch gate and permission changes wait for it: check that the database is up and reachable, or the permission store setting"
+        case .refused(let store, let reason):
+            return "the permission store \(store) refused access: \(reason); check the user and password (in the URL or PGPASSWORD) and the user's rights"
+        case .invalidLocation(let reason):
+            return "invalid permission store location: \(reason)"
         }
     }
 }

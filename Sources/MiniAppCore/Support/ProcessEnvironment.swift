@@ -7,7 +7,8 @@ internal import CMiniAppSystem
 /// millisecond, a sizeable part of a warm `download`.
 @usableFromInline
 package enum ProcessEnvironment {
-    /// The environment variables a ``ConfigurationLoader`` reads: `HOME`, `XDG_*` and `MINIAPP_*`; of
+    /// The environment variables a ``ConfigurationLoader`` reads: `HOME`, `XDG_*`, `MINIAPP_*` and
+    /// `PGPASSWORD` (for a PostgreSQL permission store whose URL has no password); of
     /// duplicate names the first wins, as with `getenv`.
     @usableFromInline
     package static func variables() -> [String: String] {
@@ -27,7 +28,7 @@ package enum ProcessEnvironment {
 
     /// Whether the `NAME=value` C string names a variable the configuration reads.
     private static func isConfiguration(_ pair: UnsafePointer<CChar>) -> Bool {
-        for prefix in ["MINIAPP_", "XDG_", "HOME="] where strncmp(pair, prefix, prefix.utf8.count) == 0 {
+        for prefix in ["MINIAPP_", "XDG_", "HOME=", "PGPASSWORD="] where strncmp(pair, prefix, prefix.utf8.count) == 0 {
             return true
         }
         return false
@@ -47,6 +48,16 @@ package enum ProcessEnvironment {
 }
 
 extension ProcessEnvironment {
+    /// The name of the process's effective user (what libpq takes as the default database user), or an
+    /// empty string when the user database has no entry.
+    package static func userName() -> String {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(geteuid(), &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else { return "" }
+        return String(cString: name)
+    }
+
     /// The process's file mode creation mask now, from `/proc/self/status` (reading it with `umask()`
     /// would change it for a moment under other threads); `nil` when it cannot be read.
     package static var fileCreationMask: mode_t? {

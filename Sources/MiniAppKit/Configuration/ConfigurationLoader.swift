@@ -12,14 +12,17 @@ public struct ConfigurationOverrides: Sendable, Equatable {
     public var language: String?
     public var offline: Bool?
     public var delta: Bool?
+    /// `--permission-store`: a SQLite file path or a `postgres://` URL.
+    public var permissionStore: String?
 
     /// Overrides with the given values.
     public init(
         platform: String? = nil, projectId: String? = nil, subscriptionKey: String? = nil,
         preview: Bool? = nil, cacheDirectory: String? = nil, signaturePolicy: String? = nil,
-        language: String? = nil, offline: Bool? = nil, delta: Bool? = nil
+        language: String? = nil, offline: Bool? = nil, delta: Bool? = nil, permissionStore: String? = nil
     ) {
         self.delta = delta
+        self.permissionStore = permissionStore
         self.platform = platform
         self.projectId = projectId
         self.subscriptionKey = subscriptionKey
@@ -111,6 +114,18 @@ public struct ConfigurationLoader: Sendable {
                                     expected: "use a language code such as en, ja-JP or default")
             }
             configuration.language = language.value
+        }
+        if let store = try lookup.string("permissionStore", flag: "--permission-store", variable: "MINIAPP_PERMISSION_STORE", override: overrides.permissionStore, secret: true) {
+            do {
+                configuration.permissionStore = try PermissionStoreLocation.parse(
+                    store.value.contains("://") || store.value.isEmpty ? store.value : absolute(store.value),
+                    environment: environment, currentDirectory: currentDirectory
+                )
+            } catch {
+                // The value may hold a password: it is never repeated.
+                guard case .invalidLocation(let reason) = error else { throw .invalidValue(setting: "permission store", source: store.source, value: "(hidden)", expected: error.description) }
+                throw .invalidValue(setting: "permission store", source: store.source, value: "(hidden)", expected: "\(reason); use a file path or postgres://user[:password]@host[:port]/database[?sslmode=...]")
+            }
         }
         configuration.network = try lookup.networkSettings()
         try lookup.applyCacheSettings(to: &configuration)
@@ -252,6 +267,13 @@ private struct SettingLookup {
         }
         if let value = try number(file, "keyCacheSeconds", in: nil, range: 0...31_536_000) { configuration.keyCacheLifetime = .milliseconds(value * 1000) }
         if let value = try number(file, "lockTimeoutSeconds", in: nil, range: 0...86_400) { configuration.lockTimeout = .milliseconds(value * 1000) }
+        let storeTimeouts = try section("permissionStoreTimeouts")
+        if let value = try number(storeTimeouts, "connectSeconds", in: "permissionStoreTimeouts", range: 0.001...3600) {
+            configuration.permissionStoreTimeouts.connect = .milliseconds(value * 1000)
+        }
+        if let value = try number(storeTimeouts, "statementSeconds", in: "permissionStoreTimeouts", range: 0.001...3600) {
+            configuration.permissionStoreTimeouts.statement = .milliseconds(value * 1000)
+        }
         switch file["trustedKeys"] {
         case nil, .null?:
             break

@@ -140,6 +140,16 @@ public struct MiniAppConfiguration: Sendable, Equatable, CustomStringConvertible
     /// Whether an update may be assembled from the app's kept zip and ranged requests for what changed
     /// (on by default; off means every version downloads its whole zip).
     public var delta: Bool = true
+    /// Where the permission decisions live: `nil` for the SQLite store in the cache directory
+    /// (`permissions.sqlite`), else a SQLite file or a PostgreSQL database.
+    public var permissionStore: PermissionStoreLocation?
+    /// How long a PostgreSQL permission store may take to connect and to answer each statement.
+    public var permissionStoreTimeouts = PermissionStoreTimeouts()
+
+    /// The permission store this configuration uses.
+    public var permissionStoreLocation: PermissionStoreLocation {
+        permissionStore ?? .cache(cacheDirectory)
+    }
 
     /// A configuration with the given values.
     public init(
@@ -186,7 +196,7 @@ public struct MiniAppConfiguration: Sendable, Equatable, CustomStringConvertible
         "MiniAppConfiguration(platform: \(platform?.description ?? "none"), projectId: \(projectId ?? "none"), "
             + "subscriptionKey: \(subscriptionKey == nil ? "none" : "set"), preview: \(preview), "
             + "cacheDirectory: \(cacheDirectory), signaturePolicy: \(signaturePolicy.rawValue), "
-            + "language: \(language), offline: \(offline))"
+            + "language: \(language), offline: \(offline), permissionStore: \(permissionStoreLocation))"
     }
 }
 

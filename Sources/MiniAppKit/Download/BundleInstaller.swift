@@ -35,7 +35,8 @@ public final class BundleInstaller: Sendable {
     ///     ``shutdown()`` closes. A client given here is the host's to shut down.
     ///   - threadPool: where blocking work runs; by default NIO's shared pool.
     ///   - permissionStore: the store whose decisions gate ``load(appId:versionId:progress:)``; by default
-    ///     the one in the cache directory, opened once when first needed.
+    ///     the configured one (``MiniAppConfiguration/permissionStoreLocation``), opened once when first
+    ///     needed and closed by ``shutdown()``.
     ///   - logger: where the installer logs, with the caller's metadata; silent by default.
     public convenience init(
         configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, httpClient: HTTPClient? = nil,
@@ -80,15 +81,16 @@ public final class BundleInstaller: Sendable {
             keyStore: KeyStore(directory: configuration.cacheDirectory + "/keys/" + namespace.key, lifetime: configuration.keyCacheLifetime),
             platform: self.platform
         )
-        self.permissions = PermissionAccess(store: permissionStore, cacheDirectory: configuration.cacheDirectory, lockTimeout: configuration.lockTimeout)
+        self.permissions = PermissionAccess(store: permissionStore, configuration: configuration)
     }
 
-    /// Closes what the installer made itself (its download connections, and the platform when it opened
-    /// it), and waits for the deletions of replaced versions and downloaded zips, which run on threads of
-    /// their own.
+    /// Closes what the installer made itself (its download connections, the platform when it opened it,
+    /// and the permission store when it opened it), and waits for the deletions of replaced versions and
+    /// downloaded zips, which run on threads of their own.
     public func shutdown() async {
         await downloader.shutdown()
         if ownsPlatform { await platform?.close() }
+        await permissions.close()
         await background.wait()
     }
 

@@ -3,32 +3,37 @@ import Synchronization
 import MiniAppCore
 import MiniAppPermissions
 
-/// The installer's way to the permission store: the store a host handed in, or the one in the cache
-/// directory, opened once when first needed and kept.
+/// The installer's way to the permission store: the store a host handed in, or the configured one
+/// (by default the SQLite store in the cache directory), opened once when first needed and kept.
 final class PermissionAccess: Sendable {
     private let given: PermissionStore?
-    private let cacheDirectory: String
+    private let location: PermissionStoreLocation
     private let lockTimeout: Duration
+    private let timeouts: PermissionStoreTimeouts
     private let opened = Mutex<PermissionStore?>(nil)
 
-    init(store: PermissionStore?, cacheDirectory: String, lockTimeout: Duration) {
+    init(store: PermissionStore?, configuration: MiniAppConfiguration) {
         self.given = store
-        self.cacheDirectory = cacheDirectory
-        self.lockTimeout = lockTimeout
+        self.location = configuration.permissionStoreLocation
+        self.lockTimeout = min(configuration.lockTimeout, .seconds(10))
+        self.timeouts = configuration.permissionStoreTimeouts
     }
 
-    /// The store, or `nil` when there is no store file yet (nothing was ever decided): a launch check
-    /// never creates one.
+    /// The store, or `nil` when it is a SQLite file that does not exist yet (nothing was ever decided):
+    /// a launch check never creates one. A PostgreSQL store is always asked: when it cannot be reached,
+    /// the launch is refused.
     func store() async throws -> PermissionStore? {
         if let given { return given }
         if let store = opened.withLock({ $0 }) { return store }
-        guard access(cacheDirectory + "/permissions.sqlite", F_OK) == 0 else { return nil }
-        let store = try await PermissionStore.open(cacheDirectory: cacheDirectory, lockTimeout: min(lockTimeout, .seconds(10)))
-        return opened.withLock { current in
+        if case .sqlite(let path) = location, access(path, F_OK) != 0 { return nil }
+        let store = try await PermissionStore.open(location, lockTimeout: lockTimeout, timeouts: timeouts)
+        let kept = opened.withLock { current in
             if let current { return current }
             current = store
             return store
         }
+        if kept !== store { await store.close() }
+        return kept
     }
 
     /// Whether every permission `manifest` requires is `ALLOWED` for `appId`; with no store yet, nothing is.
@@ -37,5 +42,10 @@ final class PermissionAccess: Sendable {
             return PermissionStore.launchDecisionWithoutStore(manifest: manifest)
         }
         return try await store.launchDecision(appId: appId, manifest: manifest)
+    }
+
+    /// Closes the store this opened itself (never one a host handed in).
+    func close() async {
+        if let store = opened.withLock({ current in defer { current = nil }; return current }) { await store.close() }
     }
 }

@@ -1,0 +1,396 @@
+import Foundation
+import Logging
+import MiniAppCore
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+import Synchronization
+
+/// The permission store in PostgreSQL, shared by a fleet of hosts.
+///
+/// Tables `miniapp_schema`, `miniapp_permission` and `miniapp_permission_history` (in the URL's
+/// `search_path`, else the server's default schema), created or migrated only when behind, under an
+/// advisory lock so that instances starting at once migrate once. Every change is one transaction that
+/// first takes a per-app advisory lock, so that the history written is the current state's history
+/// whatever other machines do at once. Connections are kept (a few idle) and every wait is bounded: the
+/// connect timeout for connecting and logging in, the statement timeout for each operation, on the
+/// client's clock (a server that stopped answering) and on the server's (`statement_timeout`,
+/// `lock_timeout`).
+final class PostgresPermissionBackend: PermissionBackend {
+    private let settings: PostgresLocation
+    private let timeouts: PermissionStoreTimeouts
+    private let logger: Logger
+    private let configuration: PostgresConnection.Configuration
+    private let idle = Mutex<[PostgresConnection]>([])
+    private let isClosed = Mutex(false)
+    private let lastConnectionID = Mutex(0)
+
+    /// The schema version this code writes.
+    static let schemaVersion = 1
+    /// The most connections kept open between operations.
+    static let maxIdle = 4
+    /// Advisory lock keys: the migration's, and the class of the per-app locks.
+    static let migrationLock: Int64 = 0x6D69_6E69_6170_7001
+    static let appLockClass: Int32 = 0x6D69_6E69
+
+    var name: String { settings.description }
+
+    private init(settings: PostgresLocation, timeouts: PermissionStoreTimeouts, logger: Logger) throws(PermissionStoreError) {
+        self.settings = settings
+        self.timeouts = timeouts
+        self.logger = logger
+        var configuration: PostgresConnection.Configuration
+        if let socket = settings.socketPath {
+            configuration = .init(unixSocketPath: socket, username: settings.user, password: settings.password, database: settings.database)
+        } else {
+            let tls: PostgresConnection.Configuration.TLS
+            do {
+                switch settings.sslMode {
+                case .disable:
+                    tls = .disable
+                case .prefer, .require:
+                    // As libpq: encrypted, the certificate not checked (sslmode=verify-full checks it).
+                    var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+                    tlsConfiguration.certificateVerification = .none
+                    let context = try NIOSSLContext(configuration: tlsConfiguration)
+                    tls = settings.sslMode == .prefer ? .prefer(context) : .require(context)
+                case .verifyFull:
+                    tls = .require(try NIOSSLContext(configuration: TLSConfiguration.makeClientConfiguration()))
+                }
+            } catch {
+                throw .invalidLocation(reason: "TLS cannot be set up for sslmode=\(settings.sslMode.rawValue): \(Sanitizer.printable(String(describing: error), limit: 200))")
+            }
+            configuration = .init(host: settings.host ?? "localhost", port: settings.port, username: settings.user, password: settings.password, database: settings.database, tls: tls)
+        }
+        let connect = settings.connectTimeoutSeconds.map { Duration.seconds($0) } ?? timeouts.connect
+        configuration.options.connectTimeout = .milliseconds(max(1, Self.milliseconds(connect)))
+        let statement = "\(max(1, Self.milliseconds(timeouts.statement)))"
+        var parameters = [("statement_timeout", statement), ("lock_timeout", statement), ("application_name", settings.applicationName ?? "miniapp")]
+        if let searchPath = settings.searchPath { parameters.append(("search_path", searchPath)) }
+        configuration.options.additionalStartupParameters = parameters
+        self.configuration = configuration
+    }
+
+    /// Connects, creates or migrates the tables when they are behind, and keeps the connection.
+    static func open(_ settings: PostgresLocation, timeouts: PermissionStoreTimeouts, logger: Logger) async throws(PermissionStoreError) -> PostgresPermissionBackend {
+        let backend = try PostgresPermissionBackend(settings: settings, timeouts: timeouts, logger: logger)
+        try await backend.migrate()
+        return backend
+    }
+
+    /// A store dropped without ``close()`` still closes its connections.
+    deinit {
+        for connection in idle.withLock({ $0 }) { connection.closeInBackground() }
+    }
+
+    func close() async {
+        isClosed.withLock { $0 = true }
+        for connection in idle.withLock({ connections in defer { connections = [] }; return connections }) {
+            try? await connection.close()
+        }
+    }
+
+    // MARK: Schema
+
+    private func migrate() async throws(PermissionStoreError) {
+        let current = try await run { connection, logger in
+            let rows = try await connection.query("SELECT to_regclass('miniapp_schema') IS NOT NULL", logger: logger).collect()
+            guard try rows.first?.decode(Bool.self) == true else { return 0 }
+            return try await connection.query("SELECT coalesce(max(version), 0) FROM miniapp_schema", logger: logger).collect().first?.decode(Int.self) ?? 0
+        }
+        guard current < Self.schemaVersion else { return }
+        try await run { connection, logger in
+            try await connection.withTransaction(logger: logger) { connection in
+                // Instances that start at once wait here for the first, then find nothing to do.
+                _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger).collect()
+                _ = try await connection.query("CREATE TABLE IF NOT EXISTS miniapp_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())", logger: logger).collect()
+                let version = try await connection.query("SELECT coalesce(max(version), 0) FROM miniapp_schema", logger: logger).collect().first?.decode(Int.self) ?? 0
+                if version < 1 {
+                    for statement: PostgresQuery in [
+                        """
+                        CREATE TABLE miniapp_permission (app_id text NOT NULL, name text NOT NULL, status text NOT NULL,
+                            decided_at double precision NOT NULL, PRIMARY KEY (app_id, name))
+                        """,
+                        """
+                        CREATE TABLE miniapp_permission_history (id bigserial PRIMARY KEY, app_id text NOT NULL, name text NOT NULL,
+                            from_status text, to_status text, changed_at double precision NOT NULL)
+                        """,
+                        "CREATE INDEX miniapp_permission_history_app ON miniapp_permission_history (app_id, id)",
+                        "INSERT INTO miniapp_schema (version) VALUES (1)",
+                    ] {
+                        _ = try await connection.query(statement, logger: logger).collect()
+                    }
+                    logger.info("created the permission store's tables", metadata: ["store": "\(self.name)"])
+                }
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    func decisions(appId: String) async throws(PermissionStoreError) -> [StoredPermission] {
+        try await run { connection, logger in
+            try await connection.query("SELECT name, status, decided_at FROM miniapp_permission WHERE app_id = \(appId) ORDER BY name", logger: logger)
+                .collect().compactMap(Self.decision(from:))
+        }
+    }
+
+    func allDecisions() async throws(PermissionStoreError) -> [String: [StoredPermission]] {
+        try await run { connection, logger in
+            var result: [String: [StoredPermission]] = [:]
+            for row in try await connection.query("SELECT app_id, name, status, decided_at FROM miniapp_permission ORDER BY app_id, name", logger: logger).collect() {
+                let (appId, name, status, decidedAt) = try row.decode((String, String, String, Double).self)
+                if let status = PermissionStatus(rawValue: status) {
+                    result[appId, default: []].append(StoredPermission(name: name, status: status, decidedAt: Date(timeIntervalSince1970: decidedAt)))
+                }
+            }
+            return result
+        }
+    }
+
+    func history(appId: String) async throws(PermissionStoreError) -> [PermissionChange] {
+        try await run { connection, logger in
+            try await connection.query(
+                "SELECT name, from_status, to_status, changed_at FROM miniapp_permission_history WHERE app_id = \(appId) ORDER BY id", logger: logger
+            ).collect().map { row in
+                let (name, from, to, changedAt) = try row.decode((String, String?, String?, Double).self)
+                return PermissionChange(
+                    name: name, from: from.flatMap(PermissionStatus.init(rawValue:)), to: to.flatMap(PermissionStatus.init(rawValue:)),
+                    changedAt: Date(timeIntervalSince1970: changedAt)
+                )
+            }
+        }
+    }
+
+    private static func decision(from row: PostgresRow) throws -> StoredPermission? {
+        let (name, status, decidedAt) = try row.decode((String, String, Double).self)
+        return PermissionStatus(rawValue: status).map { StoredPermission(name: name, status: $0, decidedAt: Date(timeIntervalSince1970: decidedAt)) }
+    }
+
+    // MARK: Writing
+
+    func apply(appId: String, _ decisions: [StoredPermission]) async throws(PermissionStoreError) {
+        try await change(appId: appId) { connection, logger, previous in
+            for decision in decisions {
+                let time = decision.decidedAt.timeIntervalSince1970
+                _ = try await connection.query("""
+                    INSERT INTO miniapp_permission (app_id, name, status, decided_at) VALUES (\(appId), \(decision.name), \(decision.status.rawValue), \(time))
+                    ON CONFLICT (app_id, name) DO UPDATE SET status = excluded.status, decided_at = excluded.decided_at
+                    """, logger: logger).collect()
+                let before = previous[decision.name]
+                if before != decision.status.rawValue {
+                    _ = try await connection.query("""
+                        INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at)
+                        VALUES (\(appId), \(decision.name), \(before), \(decision.status.rawValue), \(time))
+                        """, logger: logger).collect()
+                }
+            }
+        }
+    }
+
+    func reset(appId: String, at date: Date) async throws(PermissionStoreError) {
+        let time = date.timeIntervalSince1970
+        try await change(appId: appId) { connection, logger, previous in
+            for (name, status) in previous.sorted(by: { $0.key < $1.key }) {
+                _ = try await connection.query("""
+                    INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at)
+                    VALUES (\(appId), \(name), \(status), NULL, \(time))
+                    """, logger: logger).collect()
+            }
+            _ = try await connection.query("DELETE FROM miniapp_permission WHERE app_id = \(appId)", logger: logger).collect()
+        }
+    }
+
+    /// Runs `body` in a transaction holding the app's advisory lock, with the app's statuses as they are
+    /// once the lock is held; retried on a serialization failure or deadlock while time is left.
+    private func change(
+        appId: String, _ body: @escaping @Sendable (PostgresConnection, Logger, [String: String]) async throws -> Void
+    ) async throws(PermissionStoreError) {
+        try await run { connection, logger in
+            try await connection.withTransaction(logger: logger) { connection in
+                _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.appLockClass), hashtext(\(appId)))", logger: logger).collect()
+                var previous: [String: String] = [:]
+                for row in try await connection.query("SELECT name, status FROM miniapp_permission WHERE app_id = \(appId)", logger: logger).collect() {
+                    let (name, status) = try row.decode((String, String).self)
+                    previous[name] = status
+                }
+                try await body(connection, logger, previous)
+            }
+        }
+    }
+
+    // MARK: Connections
+
+    /// Runs `body` on a kept or new connection within the statement timeout, mapping failures to
+    /// ``PermissionStoreError``; a serialization failure or deadlock is retried while time is left.
+    private func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(PermissionStoreError) -> T {
+        let deadline = ContinuousClock.now + timeouts.statement
+        var attempt = 0
+        while true {
+            attempt += 1
+            let connection = try await acquire()
+            do {
+                let value = try await Self.within(timeouts.statement, { [logger] in try await body(connection, logger) }, onTimeout: { connection.closeInBackground() })
+                release(connection)
+                return value
+            } catch {
+                if !connection.isClosed { release(connection) }
+                let mapped = map(error)
+                if Self.isRetryable(error), ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(min(50, 2 << min(attempt, 5))))
+                    continue
+                }
+                throw mapped
+            }
+        }
+    }
+
+    /// A kept connection that is still open, else a new one (connected and logged in within the connect timeout).
+    private func acquire() async throws(PermissionStoreError) -> PostgresConnection {
+        guard !isClosed.withLock({ $0 }) else { throw .unreachable(store: name, reason: "the store was closed") }
+        while let kept = idle.withLock({ $0.popLast() }) {
+            if !kept.isClosed { return kept }
+        }
+        let id = lastConnectionID.withLock { last in
+            last += 1
+            return last
+        }
+        let limit = settings.connectTimeoutSeconds.map { Duration.seconds($0) } ?? timeouts.connect
+        do {
+            let configuration = self.configuration
+            let logger = self.logger
+            return try await Self.within(limit, { try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger) }, onTimeout: {})
+        } catch {
+            if error is TimedOut { throw .unreachable(store: name, reason: "no connection within \(Self.seconds(limit))") }
+            throw map(error)
+        }
+    }
+
+    private func release(_ connection: PostgresConnection) {
+        let surplus = idle.withLock { connections -> Bool in
+            guard !isClosed.withLock({ $0 }), connections.count < Self.maxIdle else { return true }
+            connections.append(connection)
+            return false
+        }
+        if surplus { connection.closeInBackground() }
+    }
+
+    private struct TimedOut: Error {}
+
+    /// `body`'s result, or ``TimedOut`` after `limit`, when `onTimeout` runs first (closing the
+    /// connection, so that a query waiting on it fails at once).
+    private static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T, onTimeout: @escaping @Sendable () -> Void) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            if let value = try await group.next() ?? nil { return value }
+            onTimeout()
+            throw TimedOut()
+        }
+    }
+
+    // MARK: Errors
+
+    private static func isRetryable(_ error: any Error) -> Bool {
+        let state = sqlState(error)
+        return state == "40001" || state == "40P01"
+    }
+
+    private static func serverError(_ error: any Error) -> PSQLError? {
+        if let error = error as? PSQLError { return error }
+        if let error = error as? PostgresTransactionError {
+            for inner in [error.closureError, error.beginError, error.commitError] {
+                if let inner, let found = serverError(inner) { return found }
+            }
+        }
+        return nil
+    }
+
+    private static func sqlState(_ error: any Error) -> String? {
+        serverError(error)?.serverInfo?[.sqlState]
+    }
+
+    /// `error` as the store's error, its text cleaned of control characters and of the password.
+    private func map(_ error: any Error) -> PermissionStoreError {
+        if let error = error as? PermissionStoreError { return error }
+        if error is TimedOut { return .unreachable(store: name, reason: "no answer within \(Self.seconds(timeouts.statement))") }
+        var refused = false
+        var reason: String
+        if let error = Self.serverError(error) {
+            switch error.code {
+            case .server:
+                let state = error.serverInfo?[.sqlState] ?? ""
+                let message = error.serverInfo?[.message] ?? "an error"
+                switch state {
+                case _ where state.hasPrefix("28"):
+                    refused = true
+                    reason = message
+                case "42501":
+                    refused = true
+                    reason = "\(message) (the store's user needs the right to create tables in the database, or in the schema of search_path)"
+                case "57014":
+                    reason = "no answer within \(Self.seconds(timeouts.statement)) (\(message))"
+                case "55P03":
+                    reason = "a lock was not granted within \(Self.seconds(timeouts.statement))"
+                default:
+                    reason = "the server answered: \(message) (SQLSTATE \(state))"
+                }
+            case .authMechanismRequiresPassword:
+                refused = true
+                reason = "the server asks for a password and none was given"
+            case .unsupportedAuthMechanism, .saslError:
+                refused = true
+                reason = "the login failed (\(error.code))"
+            case .sslUnsupported:
+                reason = "the server does not offer TLS, which sslmode=\(settings.sslMode.rawValue) needs"
+            case .connectionError:
+                reason = error.underlying.map(Self.connectionProblem) ?? "the connection failed"
+            case .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
+                reason = "the connection was closed"
+            default:
+                reason = "\(error.code)"
+            }
+        } else {
+            reason = Self.connectionProblem(error)
+        }
+        if let password = settings.password, !password.isEmpty { reason = reason.replacingOccurrences(of: password, with: "***") }
+        reason = Sanitizer.printable(reason, limit: 300)
+        return refused ? .refused(store: name, reason: reason) : .unreachable(store: name, reason: reason)
+    }
+
+    /// What a failure to connect comes down to: the system's words for the socket error when there is one.
+    private static func connectionProblem(_ error: any Error) -> String {
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)).lowercased() }
+        if let error = error as? NIOConnectionError {
+            if let first = error.connectionErrors.first { return connectionProblem(first.error) }
+            if error.dnsAError != nil || error.dnsAAAAError != nil { return "the host name cannot be resolved" }
+        }
+        if let error = error as? ChannelError, case .connectTimeout = error { return "no connection within the connect timeout" }
+        if let error = error as? NIOSSLError { return "TLS failed: \(error)" }
+        if let error = error as? BoringSSLError { return "TLS failed: \(error)" }
+        return String(describing: error)
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    private static func seconds(_ duration: Duration) -> String {
+        let milliseconds = milliseconds(duration)
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : String(format: "%.1f s", Double(milliseconds) / 1000)
+    }
+}
+
+extension PostgresConnection {
+    /// Starts closing the connection without waiting: a query waiting on it fails at once. The
+    /// connection stays alive until it is closed (PostgresNIO requires that of its connections).
+    fileprivate func closeInBackground() {
+        let closing: EventLoopFuture<Void> = close()
+        closing.whenComplete { _ in withExtendedLifetime(self) {} }
+    }
+}

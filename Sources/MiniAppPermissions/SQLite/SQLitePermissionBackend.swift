@@ -1,0 +1,262 @@
+import Foundation
+import GRDB
+import MiniAppCore
+import Synchronization
+
+/// The permission store in SQLite (by default `permissions.sqlite` in the cache directory).
+///
+/// WAL mode and a busy timeout let several processes read and write at once; every change runs in one
+/// transaction and leaves a history row. The file is created with mode 0600. A damaged file is reported,
+/// never reset. Reads and writes are async and run on SQLite's own queues, never on the caller's
+/// thread; every wait for another process is bounded by the lock timeout given at open.
+final class SQLitePermissionBackend: PermissionBackend {
+    /// The database file.
+    let path: String
+    /// The connections that read; read-only when the store was current at open.
+    private let database: DatabasePool
+    /// The connections that write: opened at the first write when ``database`` is read-only, because
+    /// opening for writing may have to write (GRDB makes sure the WAL file is not empty), and so wait
+    /// for another process's write transaction.
+    private let writable: Mutex<DatabasePool?>
+    private let busySeconds: Double
+
+    var name: String { path }
+
+    /// Opens the store at `path`, creating and migrating it when needed, on a thread of its own: the
+    /// open may wait up to `lockTimeout` for other processes.
+    static func open(path: String, lockTimeout: Duration) async throws(PermissionStoreError) -> SQLitePermissionBackend {
+        let outcome: Result<SQLitePermissionBackend, PermissionStoreError> = await withCheckedContinuation { continuation in
+            let started = WorkerThreads.detach(name: "miniapp.store-open") {
+                continuation.resume(returning: Result { () throws(PermissionStoreError) in try SQLitePermissionBackend(path: path, lockTimeout: lockTimeout) })
+            }
+            if !started {
+                continuation.resume(returning: .failure(.unavailable(path: path, reason: "no thread could be started to open it")))
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// Opens the store on the calling thread, which may block up to `lockTimeout`: only ever on the
+    /// thread ``open(path:lockTimeout:)`` starts for it.
+    private init(path: String, lockTimeout: Duration) throws(PermissionStoreError) {
+        self.path = path
+        let cacheDirectory = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw .unavailable(path: path, reason: "its folder cannot be created")
+        }
+        // The store and its WAL files are only ever the cache's own files: a link planted in their place
+        // is refused, never written through.
+        for suffix in ["", "-wal", "-shm"] {
+            var info = stat()
+            if lstat(path + suffix, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+                throw .unavailable(path: path + suffix, reason: (info.st_mode & S_IFMT) == S_IFLNK ? "it is a symbolic link, which the store never follows; remove it" : "it is not a regular file; remove it")
+            }
+        }
+        let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .unavailable(path: path, reason: String(cString: strerror(errno))) }
+        var info = stat()
+        let existed = fstat(descriptor, &info) == 0 && info.st_size > 0
+        Glibc.close(descriptor)
+        let seconds = Double(lockTimeout.components.seconds) + Double(lockTimeout.components.attoseconds) / 1e18
+        busySeconds = seconds
+        let configuration = Self.configuration(busySeconds: seconds, readOnly: false)
+        // A store whose schema is current is opened for reading only: no lock of any kind and no write,
+        // so that opening never waits for another process's write (WAL lets readers go on beside a
+        // writer). Writing connections open at the first write.
+        if existed {
+            do {
+                let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: true))
+                if try pool.read({ try Self.migrator.hasCompletedMigrations($0) }) {
+                    database = pool
+                    writable = Mutex(nil)
+                    for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
+                    return
+                }
+            } catch {
+                throw Self.storeError(error, path: path)
+            }
+        }
+        // Switching a new file to WAL and creating or migrating its tables race between processes doing
+        // it at once; an exclusive flock on the cache folder (no extra file) serialises that step,
+        // waited for at most `lockTimeout`.
+        let folder = Glibc.open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { if folder >= 0 { Glibc.close(folder) } }
+        if folder >= 0 {
+            let deadline = ContinuousClock.now + lockTimeout
+            while flock(folder, LOCK_EX | LOCK_NB) != 0 {
+                guard errno == EWOULDBLOCK || errno == EINTR else { break }
+                guard ContinuousClock.now < deadline else { throw .busy(path: path, waitedSeconds: Int(seconds)) }
+                usleep(5_000)
+            }
+        }
+        do {
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+            database = pool
+            writable = Mutex(pool)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+        for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
+    }
+
+    private static func configuration(busySeconds: Double, readOnly: Bool) -> Configuration {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busySeconds)
+        configuration.label = "miniapp.permissions"
+        configuration.readonly = readOnly
+        return configuration
+    }
+
+    /// The writing connections, opened on a thread of their own the first time.
+    private func writer() async throws(PermissionStoreError) -> DatabasePool {
+        if let pool = writable.withLock({ $0 }) { return pool }
+        let (path, seconds) = (self.path, busySeconds)
+        let outcome: Result<DatabasePool, PermissionStoreError> = await withCheckedContinuation { continuation in
+            let started = WorkerThreads.detach(name: "miniapp.store-open") {
+                continuation.resume(returning: Result { () throws(PermissionStoreError) in
+                    do {
+                        let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: false))
+                        for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
+                        return pool
+                    } catch {
+                        throw Self.storeError(error, path: path)
+                    }
+                })
+            }
+            if !started { continuation.resume(returning: .failure(.unavailable(path: path, reason: "no thread could be started to open it"))) }
+        }
+        let opened = try outcome.get()
+        return writable.withLock { pool in
+            if let pool { return pool }
+            pool = opened
+            return opened
+        }
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: "permission") { table in
+                table.column("appId", .text).notNull()
+                table.column("name", .text).notNull()
+                table.column("status", .text).notNull()
+                table.column("decidedAt", .double).notNull()
+                table.primaryKey(["appId", "name"])
+            }
+            try db.create(table: "permissionHistory") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("appId", .text).notNull().indexed()
+                table.column("name", .text).notNull()
+                table.column("fromStatus", .text)
+                table.column("toStatus", .text)
+                table.column("changedAt", .double).notNull()
+            }
+        }
+        return migrator
+    }
+
+    static func storeError(_ error: any Error, path: String) -> PermissionStoreError {
+        if let error = error as? PermissionStoreError { return error }
+        if let error = error as? DatabaseError {
+            switch error.resultCode {
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_FORMAT:
+                return .corrupt(path: path, reason: error.message ?? "\(error.resultCode)")
+            case .SQLITE_BUSY, .SQLITE_LOCKED:
+                return .busy(path: path, waitedSeconds: nil)
+            default:
+                return .unavailable(path: path, reason: error.message ?? "\(error.resultCode)")
+            }
+        }
+        return .unavailable(path: path, reason: "\(error)")
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PermissionStoreError) -> T {
+        do {
+            return try await database.read(body)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PermissionStoreError) -> T {
+        do {
+            return try await writer().write(body)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    // MARK: Reading
+
+    func decisions(appId: String) async throws(PermissionStoreError) -> [StoredPermission] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT name, status, decidedAt FROM permission WHERE appId = ? ORDER BY name", arguments: [appId])
+                .compactMap(Self.stored(from:))
+        }
+    }
+
+    func allDecisions() async throws(PermissionStoreError) -> [String: [StoredPermission]] {
+        try await read { db in
+            var result: [String: [StoredPermission]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT appId, name, status, decidedAt FROM permission ORDER BY appId, name") {
+                if let permission = Self.stored(from: row) { result[row["appId"], default: []].append(permission) }
+            }
+            return result
+        }
+    }
+
+    func history(appId: String) async throws(PermissionStoreError) -> [PermissionChange] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT name, fromStatus, toStatus, changedAt FROM permissionHistory WHERE appId = ? ORDER BY id", arguments: [appId]).map { row in
+                PermissionChange(
+                    name: row["name"], from: (row["fromStatus"] as String?).flatMap(PermissionStatus.init(rawValue:)),
+                    to: (row["toStatus"] as String?).flatMap(PermissionStatus.init(rawValue:)),
+                    changedAt: Date(timeIntervalSince1970: row["changedAt"])
+                )
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    func apply(appId: String, _ decisions: [StoredPermission]) async throws(PermissionStoreError) {
+        try await write { db in
+            for decision in decisions {
+                let previous = try String.fetchOne(db, sql: "SELECT status FROM permission WHERE appId = ? AND name = ?", arguments: [appId, decision.name])
+                let time = decision.decidedAt.timeIntervalSince1970
+                try db.execute(
+                    sql: "INSERT INTO permission (appId, name, status, decidedAt) VALUES (?, ?, ?, ?) ON CONFLICT(appId, name) DO UPDATE SET status = excluded.status, decidedAt = excluded.decidedAt",
+                    arguments: [appId, decision.name, decision.status.rawValue, time]
+                )
+                if previous != decision.status.rawValue {
+                    try db.execute(
+                        sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, ?, ?)",
+                        arguments: [appId, decision.name, previous, decision.status.rawValue, time]
+                    )
+                }
+            }
+        }
+    }
+
+    func reset(appId: String, at date: Date) async throws(PermissionStoreError) {
+        try await write { db in
+            for row in try Row.fetchAll(db, sql: "SELECT name, status FROM permission WHERE appId = ?", arguments: [appId]) {
+                try db.execute(
+                    sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, NULL, ?)",
+                    arguments: [appId, row["name"] as String, row["status"] as String, date.timeIntervalSince1970]
+                )
+            }
+            try db.execute(sql: "DELETE FROM permission WHERE appId = ?", arguments: [appId])
+        }
+    }
+
+    func close() async {}
+
+    private static func stored(from row: Row) -> StoredPermission? {
+        guard let status = PermissionStatus(rawValue: row["status"]) else { return nil }
+        return StoredPermission(name: row["name"], status: status, decidedAt: Date(timeIntervalSince1970: row["decidedAt"]))
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import MiniAppTestSupport
+import Testing
+
+@testable import MiniAppKit
+
+/// What only the PostgreSQL store has: its URL, its failures (fail closed, with the right category and
+/// never the password), migrations when several instances start at once.
+@Suite struct PostgresStoreTests {
+    @Test func urlsParseAsLibpqReadsThem() throws {
+        let tcp = try PostgresLocation(url: "postgresql://app%40fleet:p%3Ass%40w%2Fd@db.example:6432/perm%20s?sslmode=verify-full&search_path=miniapp")
+        #expect(tcp.user == "app@fleet" && tcp.password == "p:ss@w/d" && tcp.host == "db.example" && tcp.port == 6432)
+        #expect(tcp.database == "perm s" && tcp.sslMode == .verifyFull && tcp.searchPath == "miniapp" && tcp.socketDirectory == nil)
+        #expect(!tcp.description.contains("p:ss") && !tcp.description.contains("p%3Ass"))
+        let socket = try PostgresLocation(url: "postgres://me@/db?host=/run/pg", environment: ["PGPASSWORD": "from-env"])
+        #expect(socket.socketPath == "/run/pg/.s.PGSQL.5432" && socket.host == nil && socket.password == "from-env" && socket.sslMode == .prefer)
+        let six = try PostgresLocation(url: "postgres://u:pw@[::1]/d", environment: ["PGPASSWORD": "ignored"])
+        #expect(six.host == "::1" && six.port == 5432 && six.password == "pw")
+        #expect(try PostgresLocation(url: "postgres://u@h/").database == "u", "the database defaults to the user's name")
+        for bad in ["postgres://u@h:99999/d", "postgres://u@h/d?sslmode=sometimes", "postgres://u@h/d?bogus=1", "postgres://u@h/d%ZZ", "postgres://u@[::1/d"] {
+            #expect(throws: PermissionStoreError.self, "\(bad)") { try PostgresLocation(url: bad) }
+        }
+        #expect(try PermissionStoreLocation.parse("rel/p.sqlite", currentDirectory: "/w") == .sqlite(path: "/w/rel/p.sqlite"))
+        #expect(throws: PermissionStoreError.self) { try PermissionStoreLocation.parse("mysql://x/y") }
+    }
+
+    @Test func aStoppedServerFailsClosedQuicklyAsUnreachable() async throws {
+        let port = LoopbackPort().port
+        let started = ContinuousClock.now
+        let error = await #expect(throws: PermissionStoreError.self) {
+            try await PermissionStore.open(try PermissionStoreLocation.parse("postgres://u:topsecret@127.0.0.1:\(port)/d?sslmode=disable"))
+        }
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(error?.category == .unavailable)
+        #expect(error.map { "\($0)" }?.contains("topsecret") == false)
+        #expect(error.map { "\($0)" }?.contains("permission store postgres://u@127.0.0.1:\(port)/d") == true, "\(String(describing: error))")
+    }
+
+    @Test func aServerThatNeverAnswersFailsWithinTheConnectTimeout() async throws {
+        let silent = LoopbackPort(listening: true)
+        let started = ContinuousClock.now
+        let error = await #expect(throws: PermissionStoreError.self) {
+            try await PermissionStore.open(
+                try PermissionStoreLocation.parse("postgres://u@127.0.0.1:\(silent.port)/d?sslmode=disable"),
+                timeouts: PermissionStoreTimeouts(connect: .milliseconds(700), statement: .milliseconds(700))
+            )
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed >= .milliseconds(600) && elapsed < .seconds(4), "\(elapsed)")
+        #expect(error?.category == .unavailable)
+        withExtendedLifetime(silent) {}
+    }
+
+    @Test func wrongCredentialsAreRefusedWithoutShowingThePassword() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let good = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.tcpURL(database, password: cluster.password)))
+        try await good.set(appId: "app", ["USER_NAME": .allowed])
+        await good.close()
+        for url in [cluster.tcpURL(database, password: "wrong-horse"), cluster.tcpURL(database, password: nil)] {
+            let error = await #expect(throws: PermissionStoreError.self) { try await PermissionStore.open(try PermissionStoreLocation.parse(url)) }
+            #expect(error?.category == .notAllowed, "\(String(describing: error))")
+            #expect(error.map { "\($0)" }?.contains("wrong-horse") == false)
+        }
+        // PGPASSWORD stands in for a password the URL does not give.
+        let fromEnvironment = try PermissionStoreLocation.parse(cluster.tcpURL(database, password: nil), environment: ["PGPASSWORD": cluster.password])
+        let store = try await PermissionStore.open(fromEnvironment)
+        #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"))
+        await store.close()
+    }
+
+    @Test func instancesStartingAtOnceMigrateOnce() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let location = try PermissionStoreLocation.parse(cluster.socketURL(database))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    let store = try await PermissionStore.open(location)
+                    try await store.set(appId: "app-\(index)", ["USER_NAME": .allowed])
+                    await store.close()
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try cluster.psql("SELECT count(*) FROM miniapp_schema", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        let store = try await PermissionStore.open(location)
+        #expect(try await store.appsWithDecisions().count == 8)
+        await store.close()
+    }
+
+    @Test func aSearchPathPutsTheTablesInThatSchemaAndALimitedUserIsRefused() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        try cluster.psql("CREATE SCHEMA fleet; CREATE ROLE reader LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC", database: database)
+        let store = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database) + "&search_path=fleet"))
+        try await store.set(appId: "app", ["USER_NAME": .allowed])
+        await store.close()
+        #expect(try cluster.psql("SELECT count(*) FROM fleet.miniapp_permission", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        // A user that may not create the tables: refused, naming what it needs.
+        let error = await #expect(throws: PermissionStoreError.self) {
+            try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database, user: "reader")))
+        }
+        #expect(error?.category == .notAllowed)
+        #expect(error.map { "\($0)" }?.contains("create tables") == true, "\(String(describing: error))")
+    }
+}

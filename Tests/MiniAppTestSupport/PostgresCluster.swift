@@ -1,0 +1,135 @@
+import Foundation
+
+/// A throwaway PostgreSQL cluster from Debian's `postgresql` package, started once per test process
+/// (initdb in a temporary folder; a Unix socket there and a loopback TCP port with a password) and
+/// stopped when the process exits. Each test takes a database of its own.
+public final class PostgresCluster: Sendable {
+    /// The folder holding the data, the socket and the log.
+    public let directory: String
+    /// The loopback TCP port.
+    public let port: Int
+    /// The cluster's superuser, trusted over the socket, with ``password`` over TCP.
+    public let user = "miniapp"
+    public let password = "s3cret-pw%:@/"
+    private let bin: String
+
+    private static let started = Task { try PostgresCluster() }
+
+    /// The cluster of this test process, started at the first call.
+    public static func shared() async throws -> PostgresCluster {
+        try await started.value
+    }
+
+    /// The PostgreSQL binaries of the newest installed version.
+    static func binaries() throws -> String {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
+        guard let version = versions.last, FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/initdb") else {
+            throw ClusterError(message: "PostgreSQL is not installed: scripts/bootstrap postgresql (Debian's package) installs it")
+        }
+        return "\(root)/\(version)/bin"
+    }
+
+    struct ClusterError: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    private init() throws {
+        bin = try Self.binaries()
+        var template = Array("/tmp/miniapp-pg.XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw ClusterError(message: "cannot make a temporary folder") }
+        directory = String(cString: made)
+        port = LoopbackPort().port
+        let asRoot = getuid() == 0
+        // PostgreSQL refuses to run as root: the cluster belongs to the postgres user then.
+        if asRoot { _ = try Self.run("/bin/chown", ["postgres:postgres", directory]) }
+        chmod(directory, 0o755)
+        let passwordFile = directory + "/pw"
+        try password.write(toFile: passwordFile, atomically: false, encoding: .utf8)
+        if asRoot { _ = try Self.run("/bin/chown", ["postgres:postgres", passwordFile]) }
+        try runAsOwner(bin + "/initdb", ["-D", directory + "/data", "-U", user, "--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=" + passwordFile, "-E", "UTF8", "--no-sync", "--no-instructions"])
+        let options = "-k \(directory) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+        // The server inherits pg_ctl's output: it goes to a file, not to a pipe that would never close.
+        try runAsOwner(bin + "/pg_ctl", ["-D", directory + "/data", "-o", options, "-l", directory + "/log", "-w", "-t", "60", "start"], capture: false)
+        try Self.stopWhenGone(bin: bin, directory: directory, asRoot: asRoot)
+    }
+
+    /// A new, empty database, owned by ``user``.
+    public func createDatabase() throws -> String {
+        let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        try psql("CREATE DATABASE \(name)", database: "postgres")
+        return name
+    }
+
+    /// Runs `sql` with psql over the socket.
+    @discardableResult
+    public func psql(_ sql: String, database: String) throws -> String {
+        try Self.run(bin + "/psql", ["-h", directory, "-p", "\(port)", "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-Atqc", sql])
+    }
+
+    /// The URL of `database` over the Unix socket (no password needed).
+    public func socketURL(_ database: String, user: String? = nil) -> String {
+        "postgres://\(user ?? self.user)@/\(database)?host=\(directory)&port=\(port)"
+    }
+
+    /// The URL of `database` over TCP on 127.0.0.1, with `password` (percent-encoded) or none.
+    public func tcpURL(_ database: String, password: String?, user: String? = nil) -> String {
+        let encoded = password.map { ":" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? ""
+        return "postgres://\(user ?? self.user)\(encoded)@127.0.0.1:\(port)/\(database)?sslmode=disable"
+    }
+
+    private func runAsOwner(_ tool: String, _ arguments: [String], capture: Bool = true) throws {
+        if getuid() == 0 {
+            _ = try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments, capture: capture)
+        } else {
+            _ = try Self.run(tool, arguments, capture: capture)
+        }
+    }
+
+    /// Runs `tool` and returns its output; without `capture`, its output is thrown away.
+    ///
+    /// posix_spawn and waitpid rather than Foundation's `Process`, which takes a server that a tool
+    /// leaves running (pg_ctl's) for the tool itself and waits for it; and no descriptor but the three
+    /// standard ones reaches the tool (nor the server), so none of the test process's pipes is held open.
+    @discardableResult
+    static func run(_ tool: String, _ arguments: [String], capture: Bool = true, wait: Bool = true) throws -> String {
+        let output = capture ? NSTemporaryDirectory() + "/miniapp-pg-\(UUID().uuidString).out" : "/dev/null"
+        defer { if capture { unlink(output) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // A shell closes every other inherited descriptor, then becomes the tool.
+        let closing = #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && exec {fd}>&-; done; exec "$0" "$@""#
+        let argv = (["/bin/bash", "-c", closing, tool] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, "/bin/bash", &actions, nil, argv, environ)
+        guard spawned == 0 else { throw ClusterError(message: "cannot start \(tool): \(String(cString: strerror(spawned)))") }
+        guard wait else { return "" }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        let text = capture ? ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "") : ""
+        let exited = (status & 0x7F) == 0
+        let code = (status >> 8) & 0xFF
+        guard exited, code == 0 else {
+            throw ClusterError(message: "\((tool as NSString).lastPathComponent) failed (status \(status)): \(text)")
+        }
+        return text
+    }
+
+    /// Starts a watchdog that stops the cluster (immediately: it is thrown away) and deletes its folder
+    /// once this process is gone, however it ends.
+    private static func stopWhenGone(bin: String, directory: String, asRoot: Bool) throws {
+        let owner = asRoot ? "/usr/sbin/runuser -u postgres -- " : ""
+        let script = """
+            while kill -0 \(getpid()) 2>/dev/null; do sleep 0.5; done
+            \(owner)\(bin)/pg_ctl -D '\(directory)/data' -m immediate -w stop >/dev/null 2>&1
+            rm -rf '\(directory)'
+            """
+        try run("/bin/sh", ["-c", script], capture: false, wait: false)
+    }
+}
