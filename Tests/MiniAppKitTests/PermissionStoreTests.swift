@@ -202,10 +202,8 @@ import Testing
     }
 }
 
-/// The permission store's two backends: the same behaviour tests run against both.
-enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite, postgres
-    var testDescription: String { rawValue }
+extension StoreBackend: CustomTestStringConvertible {
+    public var testDescription: String { rawValue }
 }
 
 @Suite struct RecordCodingTests {

@@ -1,5 +1,18 @@
 import Foundation
 
+/// The permission store's two backends: the same behaviour tests run against both.
+public enum StoreBackend: String, CaseIterable, Sendable {
+    case sqlite, postgres
+
+    /// The environment that points `miniapp` at a new, empty store of this backend: none for SQLite
+    /// (the cache's own), `MINIAPP_PERMISSION_STORE` with a new database for PostgreSQL.
+    public func environment() async throws -> [String: String] {
+        guard self == .postgres else { return [:] }
+        let cluster = try await PostgresCluster.shared()
+        return ["MINIAPP_PERMISSION_STORE": cluster.socketURL(try cluster.createDatabase())]
+    }
+}
+
 /// A throwaway PostgreSQL cluster from Debian's `postgresql` package, started once per test process
 /// (initdb in a temporary folder; a Unix socket there and a loopback TCP port with a password) and
 /// stopped when the process exits. Each test takes a database of its own.

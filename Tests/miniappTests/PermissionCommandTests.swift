@@ -24,8 +24,8 @@ import Testing
         #expect(result.status == 0, "stderr: \(result.stderr)")
     }
 
-    func run(_ arguments: [String]) async throws -> CommandResult {
-        try await CommandRunner.run(arguments, environment: environment)
+    func run(_ arguments: [String], _ store: [String: String] = [:]) async throws -> CommandResult {
+        try await CommandRunner.run(arguments, environment: environment.merging(store) { $1 })
     }
 
     /// Root ignores file modes, so the store is made unreadable for another user (nobody) instead.
@@ -47,70 +47,76 @@ import Testing
         #expect(try await run(["load", "hello", "--offline"]).status == 0, "the store's owner still launches the app")
     }
 
-    @Test func theLaunchGateOpensAndClosesAsVersionsChange() async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func theLaunchGateOpensAndClosesAsVersionsChange(backend: StoreBackend) async throws {
+        let store = try await backend.environment()
         try await publish("1", required: ["rakuten.miniapp.user.USER_NAME"], optional: ["rakuten.miniapp.device.LOCATION"])
-        let refused = try await run(["load", "hello"])
+        let refused = try await run(["load", "hello"], store)
         expectFailure(refused, status: 77, mentioning: "rakuten.miniapp.user.USER_NAME")
-        #expect((try await run(["cache", "list", "--json"]).json() as? [Any])?.count == 1, "the download itself is kept")
+        #expect((try await run(["cache", "list", "--json"], store).json() as? [Any])?.count == 1, "the download itself is kept")
 
-        let shown = try #require(try await run(["permissions", "show", "hello", "--json"]).json() as? [[String: Any]])
+        let shown = try #require(try await run(["permissions", "show", "hello", "--json"], store).json() as? [[String: Any]])
         #expect(shown.map { $0["name"] as? String } == ["rakuten.miniapp.user.USER_NAME", "rakuten.miniapp.device.LOCATION"])
         #expect(shown.map { $0["status"] as? String } == ["DENIED", "DENIED"])
         #expect(shown.map { $0["required"] as? Bool } == [true, false])
         #expect(shown.allSatisfy { $0["decidedAt"] is NSNull })
         #expect(shown.allSatisfy { $0["known"] as? Bool == true })
 
-        let granted = try await run(["permissions", "grant", "hello", "USER_NAME", "--json"])
+        let granted = try await run(["permissions", "grant", "hello", "USER_NAME", "--json"], store)
         #expect(granted.status == 0, "stderr: \(granted.stderr)")
         #expect(((try granted.json() as? [[String: Any]])?.first)?["status"] as? String == "ALLOWED")
-        let loaded = try await run(["load", "hello"])
+        let loaded = try await run(["load", "hello"], store)
         #expect(loaded.status == 0, "stderr: \(loaded.stderr)")
         #expect(loaded.stdout.hasSuffix("/bundle\n"))
 
         try await publish("2", required: ["rakuten.miniapp.user.USER_NAME", "rakuten.miniapp.user.CONTACT_LIST"])
-        let diff = try #require(try await run(["manifest", "hello", "--diff", "--json"]).json() as? [String: Any])
+        let diff = try #require(try await run(["manifest", "hello", "--diff", "--json"], store).json() as? [String: Any])
         #expect(diff["requiredAdded"] as? [String] == ["rakuten.miniapp.user.CONTACT_LIST"])
         #expect(diff["optionalRemoved"] as? [String] == ["rakuten.miniapp.device.LOCATION"])
-        expectFailure(try await run(["load", "hello"]), status: 77, mentioning: "CONTACT_LIST")
-        _ = try await run(["permissions", "grant", "hello", "rakuten.miniapp.user.CONTACT_LIST"])
-        #expect(try await run(["load", "hello"]).status == 0)
-        _ = try await run(["permissions", "deny", "hello", "USER_NAME"])
-        expectFailure(try await run(["load", "hello", "--offline"]), status: 77)
-        _ = try await run(["permissions", "reset", "hello"])
-        let reset = try #require(try await run(["permissions", "show", "hello", "--json"]).json() as? [[String: Any]])
+        expectFailure(try await run(["load", "hello"], store), status: 77, mentioning: "CONTACT_LIST")
+        _ = try await run(["permissions", "grant", "hello", "rakuten.miniapp.user.CONTACT_LIST"], store)
+        #expect(try await run(["load", "hello"], store).status == 0)
+        _ = try await run(["permissions", "deny", "hello", "USER_NAME"], store)
+        expectFailure(try await run(["load", "hello", "--offline"], store), status: 77)
+        _ = try await run(["permissions", "reset", "hello"], store)
+        let reset = try #require(try await run(["permissions", "show", "hello", "--json"], store).json() as? [[String: Any]])
         #expect(reset.allSatisfy { $0["status"] as? String == "DENIED" })
     }
 
-    @Test func eightProcessesGrantingAtOnceLoseNothing() async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func eightProcessesGrantingAtOnceLoseNothing(backend: StoreBackend) async throws {
+        let store = try await backend.environment()
         let names = KnownPermission.allCases.map(\.shortName)
         #expect(names.count == 8)
         let results = try await withThrowingTaskGroup(of: CommandResult.self) { group in
-            for name in names { group.addTask { try await CommandRunner.run(["permissions", "grant", "hello", name, "--cache-dir", work + "/cache"]) } }
+            for name in names { group.addTask { try await CommandRunner.run(["permissions", "grant", "hello", name, "--cache-dir", work + "/cache"], environment: store) } }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
-        let list = try await CommandRunner.run(["permissions", "list", "--json", "--cache-dir", work + "/cache"])
+        let list = try await CommandRunner.run(["permissions", "list", "--json", "--cache-dir", work + "/cache"], environment: store)
         let entries = try #require(try list.json() as? [[String: Any]])
         #expect((entries.first?["permissions"] as? [Any])?.count == 8)
     }
 
-    @Test func exportAndImportRoundTripInBothShapes() async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func exportAndImportRoundTripInBothShapes(backend: StoreBackend) async throws {
+        let store = try await backend.environment()
         try await publish("1", required: ["rakuten.miniapp.user.USER_NAME"], optional: ["rakuten.miniapp.device.LOCATION"])
-        _ = try await run(["permissions", "grant", "hello", "USER_NAME"])
-        _ = try await run(["permissions", "deny", "hello", "LOCATION"])
+        _ = try await run(["permissions", "grant", "hello", "USER_NAME"], store)
+        _ = try await run(["permissions", "deny", "hello", "LOCATION"], store)
         for format in ["full", "pairs"] {
-            let exported = try await run(["permissions", "export", "hello", "--format", format])
+            let exported = try await run(["permissions", "export", "hello", "--format", format], store)
             #expect(exported.status == 0)
             let file = work + "/export-\(format).json"
             try exported.stdout.write(toFile: file, atomically: true, encoding: .utf8)
-            _ = try await run(["permissions", "reset", "hello"])
-            let imported = try await run(["permissions", "import", "hello", file, "--json"])
+            _ = try await run(["permissions", "reset", "hello"], store)
+            let imported = try await run(["permissions", "import", "hello", file, "--json"], store)
             #expect(imported.status == 0, "stderr: \(imported.stderr)")
             let states = try #require(try imported.json() as? [[String: Any]])
             #expect(states.map { $0["status"] as? String } == ["ALLOWED", "DENIED"])
         }
         try "not json".write(toFile: work + "/bad.json", atomically: true, encoding: .utf8)
-        expectFailure(try await run(["permissions", "import", "hello", work + "/bad.json"]), status: 65)
+        expectFailure(try await run(["permissions", "import", "hello", work + "/bad.json"], store), status: 65)
     }
 
     @Test func aDamagedStoreIsAClearErrorAndStaysAsItWas() async throws {
@@ -127,5 +133,68 @@ import Testing
         expectFailure(try await run(["permissions", "grant", "hello", "has space"]), status: 64)
         expectFailure(try await run(["permissions", "grant", "hello"]), status: 64)
         expectFailure(try await run(["permissions", "show", "../etc"]), status: 64)
+    }
+
+    @Test func aStoreExportPipedIntoAnImportMovesEveryDecisionWithItsTimeIntoPostgres() async throws {
+        try await publish("1", required: ["rakuten.miniapp.user.USER_NAME"])
+        #expect(try await run(["permissions", "grant", "hello", "USER_NAME", "LOCATION"]).status == 0)
+        #expect(try await run(["permissions", "deny", "weather", "CONTACT_LIST", "--offline"]).status == 0)
+        let store = try await StoreBackend.postgres.environment()
+        // The README's one line: an export of the machine's SQLite store piped into PostgreSQL.
+        let binary = CommandRunner.executable.path
+        let line = "'\(binary)' permissions export --format store --cache-dir '\(work)/cache' | '\(binary)' permissions import - --permission-store '\(store["MINIAPP_PERMISSION_STORE"]!)'"
+        #expect(runTool("/bin/bash", ["-o", "pipefail", "-c", line]) == 0)
+        let source = try await run(["permissions", "export", "--format", "store"])
+        let target = try await run(["permissions", "export", "--format", "store"], store)
+        #expect(source.status == 0 && target.status == 0)
+        #expect(target.stdout == source.stdout, "the same decisions with the same times")
+        let document = try #require(try target.json() as? [String: Any])
+        #expect((document["apps"] as? [[String: Any]])?.map { $0["id"] as? String } == ["hello", "weather"])
+        #expect(try await run(["permissions", "list", "--json"], store).json() as? [[String: Any]] != nil)
+        // Imported into the same store again, nothing changes: no new history.
+        let history = try await run(["permissions", "history", "hello", "--json"], store).stdout
+        let file = work + "/store.json"
+        try source.stdout.write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try await run(["permissions", "import", file], store).status == 0)
+        #expect(try await run(["permissions", "history", "hello", "--json"], store).stdout == history)
+        expectFailure(try await run(["permissions", "import", work + "/none.json"], store), status: 66)
+    }
+
+    @Test func aStoppedOrRefusingDatabaseFailsClosedWithoutShowingThePassword() async throws {
+        try await publish("1", required: ["rakuten.miniapp.user.USER_NAME"])
+        #expect(try await run(["download", "hello"]).status == 0)
+        #expect(try await run(["permissions", "grant", "hello", "USER_NAME"]).status == 0, "allowed in the SQLite store, which must not be consulted")
+        let closed = LoopbackPort()
+        let stopped = ["MINIAPP_PERMISSION_STORE": "postgres://fleet:hunter2@127.0.0.1:\(closed.port)/perms?sslmode=disable"]
+        for arguments in [["load", "hello", "--offline"], ["load", "hello"], ["permissions", "grant", "hello", "USER_NAME"], ["permissions", "list"], ["permissions", "show", "hello"]] {
+            let started = ContinuousClock.now
+            let result = try await run(arguments, stopped)
+            expectFailure(result, status: 69, mentioning: "permission store postgres://fleet@127.0.0.1:\(closed.port)/perms")
+            #expect(ContinuousClock.now - started < .seconds(4), "\(arguments)")
+            #expect(!result.stderr.contains("hunter2") && !result.stdout.contains("hunter2"))
+            #expect(result.stderrLines.count == 1, "\(result.stderr)")
+        }
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let config = work + "/config.json"
+        try #"{"permissionStore": "\#(cluster.tcpURL(database, password: "wrong-pw"))"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        for (arguments, extra) in [
+            (["load", "hello", "--offline"], ["MINIAPP_CONFIG": config]),
+            (["permissions", "grant", "hello", "USER_NAME", "--permission-store", cluster.tcpURL(database, password: "wrong-pw")], [:]),
+            (["permissions", "list"], ["MINIAPP_PERMISSION_STORE": cluster.tcpURL(database, password: nil), "PGPASSWORD": "wrong-pw"]),
+        ] {
+            let result = try await run(arguments, extra)
+            expectFailure(result, status: 77, mentioning: "permission store")
+            #expect(!result.stderr.contains("wrong-pw") && !result.stdout.contains("wrong-pw"), "\(result.stderr)")
+        }
+        // With the right password the store works, and its own decisions (none yet) gate the launch.
+        let working = ["MINIAPP_PERMISSION_STORE": cluster.tcpURL(database, password: cluster.password)]
+        expectFailure(try await run(["load", "hello", "--offline"], working), status: 77, mentioning: "USER_NAME")
+        #expect(try await run(["permissions", "grant", "hello", "USER_NAME"], working).status == 0)
+        #expect(try await run(["load", "hello", "--offline"], working).status == 0)
+        // A malformed URL is a usage error that does not echo it.
+        let malformed = try await run(["permissions", "list", "--permission-store", "postgres://u:hunter2@h:99999/d"])
+        expectFailure(malformed, status: 64)
+        #expect(!malformed.stderr.contains("hunter2"))
     }
 }
