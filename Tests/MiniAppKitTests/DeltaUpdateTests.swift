@@ -107,6 +107,16 @@ import Testing
         #expect(host.bytesSent <= size + 1024, "sent \(host.bytesSent) of \(size)")
     }
 
+    @Test func aCentralDirectoryThatOutgrewTheFirstRangeTakesOneMoreRequest() async throws {
+        // 3,000 new files with long names: the new central directory is several times the kept one's.
+        var v2 = Self.files(version: 2)
+        for index in 0..<3000 { v2["added/\(String(repeating: "long-name-", count: 8))\(index).txt"] = "\(index)" }
+        let (record, host, _) = try await update(mode: .multipart, v2: v2)
+        #expect(record.transfer?.method == .delta)
+        #expect(host.rangeHeaders.count == 3, "the end, the rest of the directory, the changed entries: \(host.rangeHeaders)")
+        #expect(host.rangeHeaders.first?.hasPrefix("bytes=-") == true)
+    }
+
     @Test func deltaCanBeTurnedOff() async throws {
         let (record, host, _) = try await update(mode: .multipart) { $0.delta = false }
         #expect(record.transfer?.method == .full)
