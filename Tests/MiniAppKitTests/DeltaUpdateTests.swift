@@ -71,11 +71,19 @@ import Testing
     }
 
     @Test func aServerThatSendsTheWholeZipForSeveralRangesHasThatAnswerUsedAsTheDownload() async throws {
-        let (record, host, platform) = try await update(mode: .wholeForSeveral)
+        var base: URL?
+        let (record, host, platform) = try await update(mode: .wholeForSeveral, then: { _, server, _, _ in base = server.baseURL })
         let size = platform.zips["/zips/ver-2.zip"]!.count
         #expect(record.transfer?.method == .full)
         #expect(host.bytesSent < size + size / 5, "no byte fetched twice but the zip's end: \(host.bytesSent) of \(size)")
         #expect(record.transfer?.fetchedBytes == Int64(host.bytesSent))
+        // What was learnt is kept for the next process: it asks that server for one range at a time.
+        let remembered = try FileManager.default.contentsOfDirectory(atPath: cache + "/ranges")
+        #expect(remembered.count == 1)
+        let later = RangeSupport(directory: cache + "/ranges", pool: BlockingPool(.singleton))
+        #expect(await later.multipart("http://127.0.0.1:1/zips/any.zip") == nil, "another origin is unknown")
+        let zip = try #require(base).appendingPathComponent("zips/ver-3.zip").absoluteString
+        #expect(await later.multipart(zip) == false)
     }
 
     @Test func noRangeSupportIsAFullDownloadOfOneRequest() async throws {

@@ -22,15 +22,17 @@ final class BundleDownloader: Sendable {
     let pool: BlockingPool
     let logger: Logger
     /// Which servers answer several ranges in one request, as learnt by delta downloads.
-    let rangeSupport = RangeSupport()
+    let rangeSupport: RangeSupport
 
     /// How many redirects one download follows.
     static let maxRedirects = 5
 
     /// A downloader using `httpClient` when given (the host's, left open), else a client of its own.
     /// Redirects are followed here, up to ``maxRedirects``, whatever the client's own setting.
-    init(network: NetworkSettings, maxBytes: Int64, httpClient: HTTPClient?, pool: BlockingPool, logger: Logger) {
+    /// `rangeFolder` keeps what is learnt about servers' ranges for later processes.
+    init(network: NetworkSettings, maxBytes: Int64, httpClient: HTTPClient?, pool: BlockingPool, logger: Logger, rangeFolder: String? = nil) {
         self.pool = pool
+        self.rangeSupport = RangeSupport(directory: rangeFolder, pool: pool)
         self.network = network
         self.maxBytes = maxBytes
         self.logger = logger

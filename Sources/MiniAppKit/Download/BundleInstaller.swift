@@ -75,7 +75,10 @@ public final class BundleInstaller: Sendable {
         self.pool = BlockingPool(threadPool)
         let namespace = configuration.cacheNamespace
         self.cache = BundleCache(root: configuration.cacheDirectory, namespace: namespace, lockTimeout: configuration.lockTimeout, threadPool: threadPool, logger: logger)
-        self.downloader = BundleDownloader(network: configuration.network, maxBytes: configuration.maxDownloadBytes, httpClient: httpClient, pool: pool, logger: logger)
+        self.downloader = BundleDownloader(
+            network: configuration.network, maxBytes: configuration.maxDownloadBytes, httpClient: httpClient, pool: pool, logger: logger,
+            rangeFolder: configuration.cacheDirectory + "/ranges"
+        )
         self.verifier = SignatureVerifier(
             trusted: try TrustedKeys(configuration.trustedKeys),
             keyStore: KeyStore(directory: configuration.cacheDirectory + "/keys/" + namespace.key, lifetime: configuration.keyCacheLifetime),
@@ -454,10 +457,12 @@ public final class BundleInstaller: Sendable {
                 result = (file, outcome, Transfer(method: .full, fetchedBytes: fetched, reusedBytes: 0))
             }
             let files = try await unpack(zip, into: stage, appId: appId, versionId: versionId, keepAs: result.file.sha256.hexString)
-            return try await finish(
+            let installed = try await finish(
                 stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network,
                 outcome: result.outcome, sha256: result.file.sha256, transfer: result.transfer, signature: manifest.signature
             )
+            await downloader.rangeSupport.save()
+            return installed
         }
     }
 

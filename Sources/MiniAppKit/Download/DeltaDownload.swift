@@ -21,17 +21,76 @@ enum DeltaOutcome: Sendable {
     case unusable(reason: String, fetchedBytes: Int64)
 }
 
-/// What the downloader has learnt about servers' multi-range answers, by origin, for its lifetime.
+/// What the downloader has learnt about servers' multi-range answers, by origin: kept in memory and,
+/// with a folder, once an install succeeds, in one small file per origin (`<cache>/ranges/<sha256 of
+/// the origin>`, `multi` or `single`), so that the next process does not ask a single-range server
+/// for several ranges again.
 final class RangeSupport: Sendable {
     private let known = NIOLockedValueBox<[String: Bool]>([:])
+    private let unsaved = NIOLockedValueBox<Set<String>>([])
+    private let directory: String?
+    private let pool: BlockingPool?
+
+    init(directory: String? = nil, pool: BlockingPool? = nil) {
+        self.directory = directory
+        self.pool = pool
+    }
 
     /// Whether the origin of `url` answers several ranges in one request; `nil` until learnt.
-    func multipart(_ url: String) -> Bool? {
-        known.withLockedValue { $0[Self.origin(url)] }
+    func multipart(_ url: String) async -> Bool? {
+        let origin = Self.origin(url)
+        if let known = known.withLockedValue({ $0[origin] }) { return known }
+        guard let path = path(origin), let pool else { return nil }
+        let stored = try? await pool.run { () -> Bool? in
+            switch FileReading.contents(path, followingLinks: false).map({ String(decoding: $0, as: UTF8.self) }) {
+            case "multi"?: return true
+            case "single"?: return false
+            default: return nil
+            }
+        }
+        guard let stored = stored ?? nil else { return nil }
+        known.withLockedValue { $0[origin] = stored }
+        return stored
     }
 
     func learn(_ url: String, multipart: Bool) {
-        known.withLockedValue { $0[Self.origin(url)] = multipart }
+        let origin = Self.origin(url)
+        let changed = known.withLockedValue { known in
+            defer { known[origin] = multipart }
+            return known[origin] != multipart
+        }
+        if changed { unsaved.withLockedValue { _ = $0.insert(origin) } }
+    }
+
+    /// Writes what was learnt since the last save: called once an install committed, so that a failed
+    /// one leaves the cache as it was.
+    func save() async {
+        let origins = unsaved.withLockedValue { origins in
+            defer { origins = [] }
+            return origins
+        }
+        guard let directory, let pool, !origins.isEmpty else { return }
+        let answers = known.withLockedValue { known in origins.compactMap { origin in known[origin].map { (origin, $0) } } }
+        let paths = answers.compactMap { answer in path(answer.0).map { ($0, answer.1) } }
+        // Only into a real folder (a link planted in its place is not followed); each file written
+        // whole, then renamed: readers see the old answer or the new one.
+        try? await pool.run {
+            mkdir(directory, 0o755)
+            guard BundleCache.isRealDirectory(directory) else { return }
+            for (path, multipart) in paths {
+                let temporary = path + ".\(getpid()).tmp"
+                let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+                guard descriptor >= 0 else { continue }
+                let text = Array((multipart ? "multi" : "single").utf8)
+                let written = write(descriptor, text, text.count)
+                close(descriptor)
+                if written != text.count || rename(temporary, path) != 0 { unlink(temporary) }
+            }
+        }
+    }
+
+    private func path(_ origin: String) -> String? {
+        directory.map { $0 + "/" + SHA256Digest.hash(Array(origin.utf8)).hexString }
     }
 
     static func origin(_ url: String) -> String {
@@ -168,7 +227,7 @@ private final class DeltaRun: @unchecked Sendable {
         // 2. The ranges that changed, copying what did not in between, in order.
         var next = 0
         while next < ranges.count {
-            let multipart = downloader.rangeSupport.multipart(url)
+            let multipart = await downloader.rangeSupport.multipart(url)
             let count = multipart == false ? 1 : min(BundleDownloader.maxRangesPerRequest, ranges.count - next)
             let batch = Array(ranges[next..<(next + count)])
             let asksSeveral = batch.count > 1
