@@ -16,8 +16,12 @@ import Testing
     /// A new, empty store of `backend`: the SQLite file in this test's cache, or a new database of the
     /// test process's PostgreSQL cluster.
     func makeStore(_ backend: StoreBackend) async throws -> PermissionStore {
-        try await PermissionStore.open(try await location(backend))
+        try await PermissionStore.open(try await location(backend), timeouts: Self.patient)
     }
+
+    /// Timeouts for a test process that runs hundreds of tests at once on two cores, where an answer
+    /// can wait seconds for a thread (the defaults are for a host).
+    static let patient = PermissionStoreTimeouts(connect: .seconds(60), statement: .seconds(60))
 
     func location(_ backend: StoreBackend) async throws -> PermissionStoreLocation {
         switch backend {
@@ -25,7 +29,7 @@ import Testing
             return .cache(cache)
         case .postgres:
             let cluster = try await PostgresCluster.shared()
-            return try PermissionStoreLocation.parse(cluster.socketURL(try cluster.createDatabase()))
+            return try PermissionStoreLocation.parse(cluster.socketURL(try await cluster.createDatabase()))
         }
     }
 
@@ -44,11 +48,11 @@ import Testing
     func grantsOpenTheGateAndSurviveReopening(backend: StoreBackend) async throws {
         let location = try await location(backend)
         do {
-            let store = try await PermissionStore.open(location)
+            let store = try await PermissionStore.open(location, timeouts: Self.patient)
             try await store.set(appId: "app", ["USER_NAME": .allowed, "com.example.CUSTOM": .allowed, "LOCATION": .denied])
             await store.close()
         }
-        let reopened = try await PermissionStore.open(location)
+        let reopened = try await PermissionStore.open(location, timeouts: Self.patient)
         defer { Task { await reopened.close() } }
         #expect(try await reopened.launchDecision(appId: "app", manifest: manifest).allowed)
         #expect(try await reopened.isAllowed(appId: "app", permission: "USER_NAME"))
@@ -136,7 +140,7 @@ import Testing
         try await withThrowingTaskGroup(of: Void.self) { group in
             for name in names {
                 group.addTask {
-                    let store = try await PermissionStore.open(location)
+                    let store = try await PermissionStore.open(location, timeouts: Self.patient)
                     for round in 0..<10 { try await store.set(appId: "app", [name: round % 2 == 0 ? .allowed : .denied]) }
                     try await store.set(appId: "app", [name: .allowed])
                     await store.close()
@@ -144,7 +148,7 @@ import Testing
             }
             try await group.waitForAll()
         }
-        let store = try await PermissionStore.open(location)
+        let store = try await PermissionStore.open(location, timeouts: Self.patient)
         let stored = try await store.stored(appId: "app")
         #expect(stored.count == names.count && stored.allSatisfy { $0.status == .allowed })
         // The history is the current state's: 11 changes per permission, each from the one before.

@@ -26,80 +26,77 @@ import Testing
 
     @Test func aStoppedServerFailsClosedQuicklyAsUnreachable() async throws {
         let port = LoopbackPort().port
-        let started = ContinuousClock.now
         let error = await #expect(throws: PermissionStoreError.self) {
-            try await PermissionStore.open(try PermissionStoreLocation.parse("postgres://u:topsecret@127.0.0.1:\(port)/d?sslmode=disable"))
+            try await PermissionStore.open(try PermissionStoreLocation.parse("postgres://u:topsecret@127.0.0.1:\(port)/d?sslmode=disable"), timeouts: PermissionStoreTests.patient)
         }
-        #expect(ContinuousClock.now - started < .seconds(3))
         #expect(error?.category == .unavailable)
+        #expect(error.map { "\($0)" }?.contains("connection refused") == true, "refused at once, not waited for: \(String(describing: error))")
         #expect(error.map { "\($0)" }?.contains("topsecret") == false)
         #expect(error.map { "\($0)" }?.contains("permission store postgres://u@127.0.0.1:\(port)/d") == true, "\(String(describing: error))")
     }
 
     @Test func aServerThatNeverAnswersFailsWithinTheConnectTimeout() async throws {
         let silent = LoopbackPort(listening: true)
-        let started = ContinuousClock.now
         let error = await #expect(throws: PermissionStoreError.self) {
             try await PermissionStore.open(
                 try PermissionStoreLocation.parse("postgres://u@127.0.0.1:\(silent.port)/d?sslmode=disable"),
                 timeouts: PermissionStoreTimeouts(connect: .milliseconds(700), statement: .milliseconds(700))
             )
         }
-        let elapsed = ContinuousClock.now - started
-        #expect(elapsed >= .milliseconds(600) && elapsed < .seconds(4), "\(elapsed)")
         #expect(error?.category == .unavailable)
+        #expect(error.map { "\($0)" }?.contains("no connection within 0.7 s") == true, "the connect timeout ended it: \(String(describing: error))")
         withExtendedLifetime(silent) {}
     }
 
     @Test func wrongCredentialsAreRefusedWithoutShowingThePassword() async throws {
         let cluster = try await PostgresCluster.shared()
-        let database = try cluster.createDatabase()
-        let good = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.tcpURL(database, password: cluster.password)))
+        let database = try await cluster.createDatabase()
+        let good = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.tcpURL(database, password: cluster.password)), timeouts: PermissionStoreTests.patient)
         try await good.set(appId: "app", ["USER_NAME": .allowed])
         await good.close()
         for url in [cluster.tcpURL(database, password: "wrong-horse"), cluster.tcpURL(database, password: nil)] {
-            let error = await #expect(throws: PermissionStoreError.self) { try await PermissionStore.open(try PermissionStoreLocation.parse(url)) }
+            let error = await #expect(throws: PermissionStoreError.self) { try await PermissionStore.open(try PermissionStoreLocation.parse(url), timeouts: PermissionStoreTests.patient) }
             #expect(error?.category == .notAllowed, "\(String(describing: error))")
             #expect(error.map { "\($0)" }?.contains("wrong-horse") == false)
         }
         // PGPASSWORD stands in for a password the URL does not give.
         let fromEnvironment = try PermissionStoreLocation.parse(cluster.tcpURL(database, password: nil), environment: ["PGPASSWORD": cluster.password])
-        let store = try await PermissionStore.open(fromEnvironment)
+        let store = try await PermissionStore.open(fromEnvironment, timeouts: PermissionStoreTests.patient)
         #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"))
         await store.close()
     }
 
     @Test func instancesStartingAtOnceMigrateOnce() async throws {
         let cluster = try await PostgresCluster.shared()
-        let database = try cluster.createDatabase()
+        let database = try await cluster.createDatabase()
         let location = try PermissionStoreLocation.parse(cluster.socketURL(database))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<8 {
                 group.addTask {
-                    let store = try await PermissionStore.open(location)
+                    let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
                     try await store.set(appId: "app-\(index)", ["USER_NAME": .allowed])
                     await store.close()
                 }
             }
             try await group.waitForAll()
         }
-        #expect(try cluster.psql("SELECT count(*) FROM miniapp_schema", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1")
-        let store = try await PermissionStore.open(location)
+        #expect(try await cluster.psql("SELECT count(*) FROM miniapp_schema", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
         #expect(try await store.appsWithDecisions().count == 8)
         await store.close()
     }
 
     @Test func aSearchPathPutsTheTablesInThatSchemaAndALimitedUserIsRefused() async throws {
         let cluster = try await PostgresCluster.shared()
-        let database = try cluster.createDatabase()
-        try cluster.psql("CREATE SCHEMA fleet; CREATE ROLE reader LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC", database: database)
-        let store = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database) + "&search_path=fleet"))
+        let database = try await cluster.createDatabase()
+        try await cluster.psql("CREATE SCHEMA fleet; CREATE ROLE reader LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC", database: database)
+        let store = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database) + "&search_path=fleet"), timeouts: PermissionStoreTests.patient)
         try await store.set(appId: "app", ["USER_NAME": .allowed])
         await store.close()
-        #expect(try cluster.psql("SELECT count(*) FROM fleet.miniapp_permission", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        #expect(try await cluster.psql("SELECT count(*) FROM fleet.miniapp_permission", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1")
         // A user that may not create the tables: refused, naming what it needs.
         let error = await #expect(throws: PermissionStoreError.self) {
-            try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database, user: "reader")))
+            try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database, user: "reader")), timeouts: PermissionStoreTests.patient)
         }
         #expect(error?.category == .notAllowed)
         #expect(error.map { "\($0)" }?.contains("create tables") == true, "\(String(describing: error))")

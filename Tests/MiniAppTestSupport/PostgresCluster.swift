@@ -9,7 +9,7 @@ public enum StoreBackend: String, CaseIterable, Sendable {
     public func environment() async throws -> [String: String] {
         guard self == .postgres else { return [:] }
         let cluster = try await PostgresCluster.shared()
-        return ["MINIAPP_PERMISSION_STORE": cluster.socketURL(try cluster.createDatabase())]
+        return ["MINIAPP_PERMISSION_STORE": cluster.socketURL(try await cluster.createDatabase())]
     }
 }
 
@@ -26,11 +26,19 @@ public final class PostgresCluster: Sendable {
     public let password = "s3cret-pw%:@/"
     private let bin: String
 
-    private static let started = Task { try PostgresCluster() }
+    private static let started = Task { try await offPool { try PostgresCluster() } }
 
     /// The cluster of this test process, started at the first call.
     public static func shared() async throws -> PostgresCluster {
         try await started.value
+    }
+
+    /// Runs blocking `body` (tools started and waited for) on a thread of Dispatch's, not on Swift's
+    /// cooperative pool, which the code under test needs (two threads on this machine).
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
     }
 
     /// The PostgreSQL binaries of the newest installed version.
@@ -69,16 +77,18 @@ public final class PostgresCluster: Sendable {
     }
 
     /// A new, empty database, owned by ``user``.
-    public func createDatabase() throws -> String {
+    public func createDatabase() async throws -> String {
         let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        try psql("CREATE DATABASE \(name)", database: "postgres")
+        try await psql("CREATE DATABASE \(name)", database: "postgres")
         return name
     }
 
     /// Runs `sql` with psql over the socket.
     @discardableResult
-    public func psql(_ sql: String, database: String) throws -> String {
-        try Self.run(bin + "/psql", ["-h", directory, "-p", "\(port)", "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-Atqc", sql])
+    public func psql(_ sql: String, database: String) async throws -> String {
+        let arguments = ["-h", directory, "-p", "\(port)", "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-Atqc", sql]
+        let tool = bin + "/psql"
+        return try await Self.offPool { try Self.run(tool, arguments) }
     }
 
     /// The URL of `database` over the Unix socket (no password needed).

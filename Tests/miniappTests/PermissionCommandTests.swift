@@ -167,15 +167,14 @@ import Testing
         let closed = LoopbackPort()
         let stopped = ["MINIAPP_PERMISSION_STORE": "postgres://fleet:hunter2@127.0.0.1:\(closed.port)/perms?sslmode=disable"]
         for arguments in [["load", "hello", "--offline"], ["load", "hello"], ["permissions", "grant", "hello", "USER_NAME"], ["permissions", "list"], ["permissions", "show", "hello"]] {
-            let started = ContinuousClock.now
             let result = try await run(arguments, stopped)
             expectFailure(result, status: 69, mentioning: "permission store postgres://fleet@127.0.0.1:\(closed.port)/perms")
-            #expect(ContinuousClock.now - started < .seconds(4), "\(arguments)")
+            #expect(result.stderr.contains("connection refused"), "\(arguments): \(result.stderr)")
             #expect(!result.stderr.contains("hunter2") && !result.stdout.contains("hunter2"))
             #expect(result.stderrLines.count == 1, "\(result.stderr)")
         }
         let cluster = try await PostgresCluster.shared()
-        let database = try cluster.createDatabase()
+        let database = try await cluster.createDatabase()
         let config = work + "/config.json"
         try #"{"permissionStore": "\#(cluster.tcpURL(database, password: "wrong-pw"))"}"#.write(toFile: config, atomically: true, encoding: .utf8)
         for (arguments, extra) in [

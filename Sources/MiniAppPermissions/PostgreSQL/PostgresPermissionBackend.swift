@@ -262,7 +262,7 @@ final class PostgresPermissionBackend: PermissionBackend {
             let logger = self.logger
             return try await Self.within(limit, { try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger) }, onTimeout: {})
         } catch {
-            if error is TimedOut { throw .unreachable(store: name, reason: "no connection within \(Self.seconds(limit))") }
+            if error is TimedOut || Self.isConnectTimeout(error) { throw .unreachable(store: name, reason: "no connection within \(Self.seconds(limit))") }
             throw map(error)
         }
     }
@@ -295,6 +295,12 @@ final class PostgresPermissionBackend: PermissionBackend {
     }
 
     // MARK: Errors
+
+    private static func isConnectTimeout(_ error: any Error) -> Bool {
+        if let error = error as? ChannelError, case .connectTimeout = error { return true }
+        if let error = error as? PSQLError, let underlying = error.underlying { return isConnectTimeout(underlying) }
+        return false
+    }
 
     private static func isRetryable(_ error: any Error) -> Bool {
         let state = sqlState(error)
