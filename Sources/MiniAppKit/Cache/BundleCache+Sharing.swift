@@ -156,8 +156,9 @@ extension BundleCache {
                 let now = FileTimestamp(info.st_ctim)
                 guard candidate.file.changedAt == now || (candidate.attested.map { $0.changedAt == now && $0.sha256 == file.sha256 } ?? false) else { continue }
                 if info.st_mode & 0o7777 != 0o444 { chmod(candidate.path, 0o444) }
-                unlink(temporary)
-                guard link(candidate.path, temporary) == 0 else { continue }
+                // The stage is new, and a failed rename removes the link: `temporary` is only ever there
+                // when something else left it, which one unlink settles.
+                guard link(candidate.path, temporary) == 0 || (errno == EEXIST && unlink(temporary) == 0 && link(candidate.path, temporary) == 0) else { continue }
                 guard rename(temporary, stage + "/bundle/" + file.path) == 0 else {
                     unlink(temporary)
                     continue
