@@ -187,6 +187,16 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
         }
     }
 
+    @Test func anOlderVersionIsDownloadedWithOneFileManifestRequest() async throws {
+        let app = try ServedApp(versions: ["ver-1", "ver-2"])
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let result = try await runCached(server, cache: cache, ["download", "app-hello", "--version", "ver-1", "--json"])
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            #expect((try result.json() as? [String: Any])?["versionId"] as? String == "ver-1")
+            #expect(server.requests.filter { $0.path.hasSuffix("/manifest") }.count == 1, "\(server.requests.map(\.path))")
+        }
+    }
+
     @Test func verifyNamesEachDamagedVersion() async throws {
         let app = try ServedApp(versions: ["ver-1", "ver-2"])
         try await withTestServer({ [app] in app.fixture.handle($0) }) { server in

@@ -385,8 +385,12 @@ public final class BundleInstaller: Sendable {
                 return reused
             }
             var tag = versionTag
-            if tag == nil, let described = try? await platform.app(appId, version: versionId) { tag = described.version.versionTag }
             var manifest = try await platform.fileManifest(appId: appId, versionId: versionId)
+            // The listing names only the latest version, the one with a tag; the file manifest already
+            // proved that this version exists.
+            if tag == nil, let latest = try? await platform.latestVersion(ofApp: appId), latest.version.versionId == versionId {
+                tag = latest.version.versionTag
+            }
             guard manifest.urls.count == 1 else {
                 guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
                 let (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
