@@ -109,6 +109,8 @@ let package = Package(
             dependencies: ["MiniAppKit"],
             path: "Examples/QuickStart"
         ),
+        // The permission store benchmark's worker (Benchmarks/permissions).
+        .executableTarget(name: "miniapp-store-bench", dependencies: ["MiniAppPermissions"], path: "Benchmarks/StoreBench"),
         .target(
             name: "MiniAppTestSupport",
             dependencies: [

@@ -9,9 +9,10 @@ import Synchronization
 
 /// The permission store in PostgreSQL, shared by a fleet of hosts.
 ///
-/// Tables `miniapp_schema`, `miniapp_permission` and `miniapp_permission_history` (in the URL's
-/// `search_path`, else the server's default schema), created or migrated only when behind, under an
-/// advisory lock so that instances starting at once migrate once. Every change is one transaction that
+/// Tables `miniapp_schema`, `miniapp_permission` and `miniapp_permission_history` and functions
+/// `miniapp_apply` and `miniapp_reset` (in the URL's `search_path`, else the server's default schema),
+/// created or migrated only when behind, under an advisory lock so that instances starting at once
+/// migrate once. Every change is one statement (one transaction, one round trip) calling a function that
 /// first takes a per-app advisory lock, so that the history written is the current state's history
 /// whatever other machines do at once. Connections are kept (a few idle) and every wait is bounded: the
 /// connect timeout for connecting and logging in, the statement timeout for each operation, on the
@@ -27,7 +28,7 @@ final class PostgresPermissionBackend: PermissionBackend {
     private let lastConnectionID = Mutex(0)
 
     /// The schema version this code writes.
-    static let schemaVersion = 1
+    static let schemaVersion = 2
     /// The most connections kept open between operations.
     static let maxIdle = 4
     /// Advisory lock keys: the migration's, and the class of the per-app locks.
@@ -123,6 +124,43 @@ final class PostgresPermissionBackend: PermissionBackend {
                     }
                     logger.info("created the permission store's tables", metadata: ["store": "\(self.name)"])
                 }
+                if version < 2 {
+                    // A change in one round trip: the app's lock, then each status read after it (a
+                    // function's statements each see what committed before them), written with its history.
+                    for statement: PostgresQuery in [
+                        """
+                        CREATE OR REPLACE FUNCTION miniapp_apply(app text, names text[], statuses text[], times double precision[])
+                        RETURNS void LANGUAGE plpgsql AS $$
+                        DECLARE
+                            previous text;
+                        BEGIN
+                            PERFORM pg_advisory_xact_lock(\(unescaped: String(Self.appLockClass)), hashtext(app));
+                            FOR i IN 1 .. coalesce(array_length(names, 1), 0) LOOP
+                                previous := (SELECT status FROM miniapp_permission WHERE app_id = app AND name = names[i]);
+                                INSERT INTO miniapp_permission (app_id, name, status, decided_at) VALUES (app, names[i], statuses[i], times[i])
+                                    ON CONFLICT (app_id, name) DO UPDATE SET status = excluded.status, decided_at = excluded.decided_at;
+                                IF previous IS DISTINCT FROM statuses[i] THEN
+                                    INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at)
+                                        VALUES (app, names[i], previous, statuses[i], times[i]);
+                                END IF;
+                            END LOOP;
+                        END $$
+                        """,
+                        """
+                        CREATE OR REPLACE FUNCTION miniapp_reset(app text, at_time double precision)
+                        RETURNS void LANGUAGE plpgsql AS $$
+                        BEGIN
+                            PERFORM pg_advisory_xact_lock(\(unescaped: String(Self.appLockClass)), hashtext(app));
+                            INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at)
+                                SELECT app_id, name, status, NULL, at_time FROM miniapp_permission WHERE app_id = app ORDER BY name;
+                            DELETE FROM miniapp_permission WHERE app_id = app;
+                        END $$
+                        """,
+                        "INSERT INTO miniapp_schema (version) VALUES (2)",
+                    ] {
+                        _ = try await connection.query(statement, logger: logger).collect()
+                    }
+                }
             }
         }
     }
@@ -170,53 +208,21 @@ final class PostgresPermissionBackend: PermissionBackend {
 
     // MARK: Writing
 
+    /// One statement (a transaction of its own): ``migrate()``'s `miniapp_apply` takes the app's
+    /// advisory lock, then writes each status with its history row.
     func apply(appId: String, _ decisions: [StoredPermission]) async throws(PermissionStoreError) {
-        try await change(appId: appId) { connection, logger, previous in
-            for decision in decisions {
-                let time = decision.decidedAt.timeIntervalSince1970
-                _ = try await connection.query("""
-                    INSERT INTO miniapp_permission (app_id, name, status, decided_at) VALUES (\(appId), \(decision.name), \(decision.status.rawValue), \(time))
-                    ON CONFLICT (app_id, name) DO UPDATE SET status = excluded.status, decided_at = excluded.decided_at
-                    """, logger: logger).collect()
-                let before = previous[decision.name]
-                if before != decision.status.rawValue {
-                    _ = try await connection.query("""
-                        INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at)
-                        VALUES (\(appId), \(decision.name), \(before), \(decision.status.rawValue), \(time))
-                        """, logger: logger).collect()
-                }
-            }
+        let names = decisions.map(\.name)
+        let statuses = decisions.map(\.status.rawValue)
+        let times = decisions.map(\.decidedAt.timeIntervalSince1970)
+        try await run { connection, logger in
+            _ = try await connection.query("SELECT miniapp_apply(\(appId), \(names), \(statuses), \(times))", logger: logger).collect()
         }
     }
 
     func reset(appId: String, at date: Date) async throws(PermissionStoreError) {
         let time = date.timeIntervalSince1970
-        try await change(appId: appId) { connection, logger, previous in
-            for (name, status) in previous.sorted(by: { $0.key < $1.key }) {
-                _ = try await connection.query("""
-                    INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at)
-                    VALUES (\(appId), \(name), \(status), NULL, \(time))
-                    """, logger: logger).collect()
-            }
-            _ = try await connection.query("DELETE FROM miniapp_permission WHERE app_id = \(appId)", logger: logger).collect()
-        }
-    }
-
-    /// Runs `body` in a transaction holding the app's advisory lock, with the app's statuses as they are
-    /// once the lock is held; retried on a serialization failure or deadlock while time is left.
-    private func change(
-        appId: String, _ body: @escaping @Sendable (PostgresConnection, Logger, [String: String]) async throws -> Void
-    ) async throws(PermissionStoreError) {
         try await run { connection, logger in
-            try await connection.withTransaction(logger: logger) { connection in
-                _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.appLockClass), hashtext(\(appId)))", logger: logger).collect()
-                var previous: [String: String] = [:]
-                for row in try await connection.query("SELECT name, status FROM miniapp_permission WHERE app_id = \(appId)", logger: logger).collect() {
-                    let (name, status) = try row.decode((String, String).self)
-                    previous[name] = status
-                }
-                try await body(connection, logger, previous)
-            }
+            _ = try await connection.query("SELECT miniapp_reset(\(appId), \(time))", logger: logger).collect()
         }
     }
 

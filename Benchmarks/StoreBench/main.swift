@@ -1,0 +1,143 @@
+// One worker of Benchmarks/permissions: opens a permission store once, then for `--seconds` toggles one
+// permission of its app (`set`) and runs the launch gate's check (`launchDecision`, two required
+// permissions) in turn, timing each call; with --checks-only it only checks. Writes counts, errors and
+// the raw latencies (microseconds) as JSON.
+//   miniapp-store-bench --store <path|postgres://...> --app <id> --worker <k> --out <file.json>
+//                       [--seconds 10] [--start-at <unix time>] [--checks-only]
+import Foundation
+import MiniAppCore
+import MiniAppPermissions
+
+struct Options {
+    var store = ""
+    var app = ""
+    var worker = 0
+    var out = ""
+    var seconds = 10.0
+    var startAt: Double?
+    var checksOnly = false
+}
+
+func parseOptions() -> Options {
+    var options = Options()
+    var arguments = CommandLine.arguments.dropFirst()
+    func value(_ name: String) -> String {
+        guard let value = arguments.popFirst() else { fail("\(name) needs a value") }
+        return value
+    }
+    while let argument = arguments.popFirst() {
+        switch argument {
+        case "--store": options.store = value(argument)
+        case "--app": options.app = value(argument)
+        case "--worker": options.worker = Int(value(argument)) ?? 0
+        case "--out": options.out = value(argument)
+        case "--seconds": options.seconds = Double(value(argument)) ?? 0
+        case "--start-at": options.startAt = Double(value(argument))
+        case "--checks-only": options.checksOnly = true
+        default: fail("unknown option \(argument)")
+        }
+    }
+    guard !options.store.isEmpty, !options.app.isEmpty, !options.out.isEmpty, options.seconds > 0 else {
+        fail("usage: miniapp-store-bench --store <path|url> --app <id> --worker <k> --out <file.json> [--seconds S] [--start-at T] [--checks-only]")
+    }
+    return options
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("miniapp-store-bench: \(message)\n".utf8))
+    exit(1)
+}
+
+func microseconds(_ duration: Duration) -> Double {
+    let (seconds, attoseconds) = duration.components
+    return (Double(seconds) * 1e7 + Double(attoseconds) / 1e11).rounded() / 10
+}
+
+struct Report: Encodable {
+    var worker: Int
+    var app: String
+    var store: String
+    var checksOnly: Bool
+    var seconds: Double
+    var changes = 0
+    var checks = 0
+    /// Checks whose answer was not what this worker, the app's only writer, had just stored.
+    var wrongDecisions = 0
+    /// Errors by description.
+    var errors: [String: Int] = [:]
+    /// History rows written while it ran, and the changes it made (equal unless a change was lost).
+    var historyRows: Int?
+    var historyExpected: Int?
+    var setMicros: [Double] = []
+    var checkMicros: [Double] = []
+}
+
+let options = parseOptions()
+let toggled = KnownPermission.userName.rawValue
+let manifest = BundleManifest(reqPermissions: [
+    PermissionDeclaration(name: toggled), PermissionDeclaration(name: KnownPermission.location.rawValue),
+])
+let store: PermissionStore
+do {
+    store = try await PermissionStore.open(try PermissionStoreLocation.parse(options.store, environment: ProcessInfo.processInfo.environment))
+} catch {
+    fail("cannot open \(options.store): \(error)")
+}
+// Untimed: both permissions allowed, so that each toggle of the first one is a change and flips the gate.
+let historyBefore: Int
+do {
+    try await store.set(appId: options.app, [toggled: .allowed, KnownPermission.location.rawValue: .allowed])
+    historyBefore = try await store.history(appId: options.app).count
+} catch {
+    fail("cannot set up \(options.app): \(error)")
+}
+if let startAt = options.startAt {
+    let wait = startAt - Date().timeIntervalSince1970
+    if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
+}
+
+var report = Report(worker: options.worker, app: options.app, store: store.path, checksOnly: options.checksOnly, seconds: options.seconds)
+report.setMicros.reserveCapacity(options.checksOnly ? 0 : 100_000)
+report.checkMicros.reserveCapacity(options.checksOnly ? 1_000_000 : 100_000)
+let clock = ContinuousClock()
+let started = clock.now
+let end = started + .milliseconds(Int64(options.seconds * 1000))
+var expected: Bool? = true   // what the gate should answer; unknown after a failed change
+var allowed = true
+while clock.now < end {
+    if !options.checksOnly {
+        allowed.toggle()
+        let before = clock.now
+        do {
+            try await store.set(appId: options.app, [toggled: allowed ? .allowed : .denied])
+            report.setMicros.append(microseconds(clock.now - before))
+            report.changes += 1
+            expected = allowed
+        } catch {
+            report.errors["set: \(error)", default: 0] += 1
+            expected = nil
+        }
+    }
+    let before = clock.now
+    do {
+        let decision = try await store.launchDecision(appId: options.app, manifest: manifest)
+        report.checkMicros.append(microseconds(clock.now - before))
+        report.checks += 1
+        if let expected, decision.allowed != expected { report.wrongDecisions += 1 }
+    } catch {
+        report.errors["check: \(error)", default: 0] += 1
+    }
+}
+report.seconds = microseconds(clock.now - started) / 1e6
+if !options.checksOnly {
+    report.historyRows = (try? await store.history(appId: options.app).count).map { $0 - historyBefore }
+    report.historyExpected = report.changes
+}
+await store.close()
+do {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    try encoder.encode(report).write(to: URL(fileURLWithPath: options.out))
+} catch {
+    fail("cannot write \(options.out): \(error)")
+}
