@@ -186,9 +186,12 @@ public final class PermissionStore: Sendable {
 
     // MARK: Moving between stores
 
-    /// Every decision of every app, with its time: what ``restore(_:)`` writes into another store.
-    public func snapshot() async throws -> PermissionSnapshot {
-        PermissionSnapshot(apps: try await appsWithDecisions().sorted { $0.key < $1.key }.map { PermissionSnapshot.App(id: $0.key, permissions: $0.value) })
+    /// Every decision of every app (or of `appId` alone), with its time: what ``restore(_:)`` writes
+    /// into another store.
+    public func snapshot(appId: String? = nil) async throws -> PermissionSnapshot {
+        var apps: [String: [StoredPermission]]
+        if let appId { apps = [appId: try await stored(appId: appId)] } else { apps = try await appsWithDecisions() }
+        return PermissionSnapshot(apps: apps.filter { !$0.value.isEmpty }.sorted { $0.key < $1.key }.map { PermissionSnapshot.App(id: $0.key, permissions: $0.value) })
     }
 
     /// Stores every decision of `snapshot` with its time, one transaction per app.

@@ -192,6 +192,9 @@ struct PermissionsExportCommand: AsyncParsableCommand {
 
     enum ExportFormat: String, ExpressibleByArgument, CaseIterable {
         case full, pairs, store
+
+        /// The SDK shape of this format; `nil` for the store's own.
+        var interchange: PermissionInterchange? { PermissionInterchange(rawValue: rawValue) }
     }
 
     func validate() throws {
@@ -202,16 +205,15 @@ struct PermissionsExportCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try options.configuration()
         var data: Data
-        if format == .store {
-            var snapshot = try await options.withPermissionStore(configuration) { try await $0.snapshot() }
-            if let appId { snapshot.apps = snapshot.apps.filter { $0.id == appId } }
-            data = try RecordCoding.encoder(pretty: true).encode(snapshot)
-        } else if let appId {
+        switch (format.interchange, appId) {
+        case (let shape?, let appId?):
             let manifest = try await options.declaredManifest(appId: appId, configuration)
             let states = try await options.withPermissionStore(configuration) { try await $0.permissions(appId: appId, manifest: manifest) }
-            data = try (format == .pairs ? PermissionInterchange.pairs : .full).export(appId: appId, states)
-        } else {
-            return
+            data = try shape.export(appId: appId, states)
+        default:
+            // --format store (validate() lets no other format through without an app).
+            let snapshot = try await options.withPermissionStore(configuration) { try await $0.snapshot(appId: appId) }
+            data = try RecordCoding.encoder(pretty: true).encode(snapshot)
         }
         data.append(UInt8(ascii: "\n"))
         Console.output(data)

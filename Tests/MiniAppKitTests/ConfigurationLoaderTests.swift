@@ -63,6 +63,29 @@ import Testing
         #expect(loader(["MINIAPP_CONFIG": "conf/m.json"]).configFile?.path == config)
     }
 
+    @Test func thePermissionStoreComesFromEverySourceAndItsPasswordIsNeverShown() throws {
+        #expect(try loader().load().permissionStoreLocation == .sqlite(path: home.path + "/.cache/miniapp/permissions.sqlite"))
+        _ = try writeConfig(#"{"permissionStore": "postgres://file@db/perms", "permissionStoreTimeouts": {"connectSeconds": 1.5, "statementSeconds": 2}}"#)
+        let fromFile = try loader().load()
+        #expect(fromFile.permissionStoreTimeouts == PermissionStoreTimeouts(connect: .milliseconds(1500), statement: .seconds(2)))
+        guard case .postgres(let file)? = fromFile.permissionStore else { Issue.record("not PostgreSQL"); return }
+        #expect(file.user == "file" && file.host == "db" && file.database == "perms")
+        let fromEnvironment = try loader(["MINIAPP_PERMISSION_STORE": "postgres://env:pw-env@db/perms", "PGPASSWORD": "unused"]).load()
+        guard case .postgres(let environment)? = fromEnvironment.permissionStore else { Issue.record("not PostgreSQL"); return }
+        #expect(environment.user == "env" && environment.password == "pw-env")
+        #expect(!fromEnvironment.description.contains("pw-env"))
+        let fromFlag = try loader(["MINIAPP_PERMISSION_STORE": "postgres://env@db/perms"]).load(ConfigurationOverrides(permissionStore: "stores/p.sqlite"))
+        #expect(fromFlag.permissionStoreLocation == .sqlite(path: home.path + "/stores/p.sqlite"))
+        #expect(try loader(["MINIAPP_PERMISSION_STORE": "postgres://u@h/d", "PGPASSWORD": "from-pg"]).load().permissionStore.map { "\($0)" } == "postgres://u@h:5432/d")
+        let error = #expect(throws: ConfigurationError.self) {
+            try loader(["MINIAPP_PERMISSION_STORE": "postgres://u:hunter2@h/d?sslmode=maybe"]).load()
+        }
+        #expect(error.map { "\($0)" }?.contains("hunter2") == false)
+        #expect(error.map { "\($0)" }?.contains("sslmode") == true)
+        _ = try writeConfig(#"{"permissionStoreTimeouts": {"connectSeconds": 0}}"#)
+        #expect(throws: ConfigurationError.self) { try loader().load() }
+    }
+
     @Test func aConfigFileThatCannotBeReadIsRefused() throws {
         let folder = home.path + "/folder.json"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

@@ -86,6 +86,27 @@ import Testing
         await store.close()
     }
 
+    @Test func aStoreOfTheFirstSchemaVersionIsMigratedAndKeepsItsDecisions() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try await cluster.createDatabase()
+        // What version 1 created, with one decision and its history.
+        try await cluster.psql("""
+            CREATE TABLE miniapp_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+            CREATE TABLE miniapp_permission (app_id text NOT NULL, name text NOT NULL, status text NOT NULL, decided_at double precision NOT NULL, PRIMARY KEY (app_id, name));
+            CREATE TABLE miniapp_permission_history (id bigserial PRIMARY KEY, app_id text NOT NULL, name text NOT NULL, from_status text, to_status text, changed_at double precision NOT NULL);
+            CREATE INDEX miniapp_permission_history_app ON miniapp_permission_history (app_id, id);
+            INSERT INTO miniapp_schema (version) VALUES (1);
+            INSERT INTO miniapp_permission VALUES ('app', 'rakuten.miniapp.user.USER_NAME', 'ALLOWED', 1795341404.237);
+            INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at) VALUES ('app', 'rakuten.miniapp.user.USER_NAME', NULL, 'ALLOWED', 1795341404.237);
+            """, database: database)
+        let store = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database)), timeouts: PermissionStoreTests.patient)
+        #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"))
+        try await store.set(appId: "app", ["USER_NAME": .denied])
+        #expect(try await store.history(appId: "app").map(\.to) == [.allowed, .denied])
+        await store.close()
+        #expect(try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1,2")
+    }
+
     @Test func aSearchPathPutsTheTablesInThatSchemaAndALimitedUserIsRefused() async throws {
         let cluster = try await PostgresCluster.shared()
         let database = try await cluster.createDatabase()

@@ -156,13 +156,7 @@ extension BundleCache {
                 let now = FileTimestamp(info.st_ctim)
                 guard candidate.file.changedAt == now || (candidate.attested.map { $0.changedAt == now && $0.sha256 == file.sha256 } ?? false) else { continue }
                 if info.st_mode & 0o7777 != 0o444 { chmod(candidate.path, 0o444) }
-                // The stage is new, and a failed rename removes the link: `temporary` is only ever there
-                // when something else left it, which one unlink settles.
-                guard link(candidate.path, temporary) == 0 || (errno == EEXIST && unlink(temporary) == 0 && link(candidate.path, temporary) == 0) else { continue }
-                guard rename(temporary, stage + "/bundle/" + file.path) == 0 else {
-                    unlink(temporary)
-                    continue
-                }
+                guard Self.replace(stage + "/bundle/" + file.path, withLinkTo: candidate.path, through: temporary) else { continue }
                 linked[index] = info.st_ino
                 break
             }
@@ -189,6 +183,18 @@ extension BundleCache {
         return result
     }
 
+    /// Replaces the file at `path` by a hard link to `source`, made at `temporary` and renamed over it, so
+    /// that `path` is never missing; false (and `path` untouched) when the link or the rename fails.
+    /// `temporary` is only there when an earlier run left it, which one unlink settles.
+    static func replace(_ path: String, withLinkTo source: String, through temporary: String) -> Bool {
+        guard link(source, temporary) == 0 || (errno == EEXIST && unlink(temporary) == 0 && link(source, temporary) == 0) else { return false }
+        guard rename(temporary, path) == 0 else {
+            unlink(temporary)
+            return false
+        }
+        return true
+    }
+
     /// After the version of `record` was repaired, gives every other cached version of its app that
     /// held one of the `damaged` files (by inode) the repaired copy instead, and attests the change.
     func relinkRepaired(_ record: InstallRecord, damaged: Set<ino_t>) {
@@ -206,13 +212,7 @@ extension BundleCache {
             for file in otherList.files {
                 let path = otherDirectory + "/bundle/" + file.path
                 guard lstat(path, &info) == 0, damaged.contains(info.st_ino), let good = repaired[file.sha256] else { continue }
-                let temporary = otherDirectory + "/link.tmp"
-                unlink(temporary)
-                guard link(directory + "/bundle/" + good.path, temporary) == 0 else { continue }
-                guard rename(temporary, path) == 0 else {
-                    unlink(temporary)
-                    continue
-                }
+                guard Self.replace(path, withLinkTo: directory + "/bundle/" + good.path, through: otherDirectory + "/link.tmp") else { continue }
                 if lstat(path, &info) == 0 {
                     var attested = file
                     attested.changedAt = FileTimestamp(info.st_ctim)

@@ -174,10 +174,10 @@ private final class DeltaRun: @unchecked Sendable {
     func perform(path: String, base: String) async throws -> DeltaOutcome {
         let pool = downloader.pool
         let maxEntries = self.maxEntries
-        guard let old = try? await pool.run({ try ZipLayout.read(base, maxEntries: maxEntries) }) else {
+        guard let (old, descriptor) = try? await pool.run({ (try ZipLayout.read(base, maxEntries: maxEntries), open(base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) }) else {
             throw Stop.unusable("the kept zip cannot be read")
         }
-        baseDescriptor = open(base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        baseDescriptor = descriptor
         guard baseDescriptor >= 0 else { throw Stop.unusable("the kept zip cannot be opened") }
 
         // 1. The end of the new zip: its size, its validator and its central directory, which is

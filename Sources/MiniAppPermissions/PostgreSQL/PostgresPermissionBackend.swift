@@ -74,8 +74,17 @@ final class PostgresPermissionBackend: PermissionBackend {
     }
 
     /// Connects, creates or migrates the tables when they are behind, and keeps the connection.
+    /// The TLS setup reads the system's trust store: it runs on NIO's thread pool, not the caller's thread.
     static func open(_ settings: PostgresLocation, timeouts: PermissionStoreTimeouts, logger: Logger) async throws(PermissionStoreError) -> PostgresPermissionBackend {
-        let backend = try PostgresPermissionBackend(settings: settings, timeouts: timeouts, logger: logger)
+        let made: Result<PostgresPermissionBackend, PermissionStoreError>
+        do {
+            made = try await NIOThreadPool.singleton.runIfActive {
+                Result { () throws(PermissionStoreError) in try PostgresPermissionBackend(settings: settings, timeouts: timeouts, logger: logger) }
+            }
+        } catch {
+            throw .unreachable(store: settings.description, reason: "no thread was free to set up its connections")
+        }
+        let backend = try made.get()
         try await backend.migrate()
         return backend
     }
@@ -241,7 +250,8 @@ final class PostgresPermissionBackend: PermissionBackend {
                 release(connection)
                 return value
             } catch {
-                if !connection.isClosed { release(connection) }
+                // A connection closed for a timeout may not be closed yet: it is never used again.
+                if !(error is TimedOut), !connection.isClosed { release(connection) }
                 let mapped = map(error)
                 if Self.isRetryable(error), ContinuousClock.now < deadline {
                     try? await Task.sleep(for: .milliseconds(min(50, 2 << min(attempt, 5))))
