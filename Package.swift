@@ -130,6 +130,7 @@ let package = Package(
                 "MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

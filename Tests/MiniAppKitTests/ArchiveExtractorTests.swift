@@ -171,6 +171,37 @@ import Testing
         #expect(throws: ArchiveError.tooLarge(limitBytes: 1000)) { try extract(zip.bytes, limits: ExtractionLimits(maxUnpackedBytes: 1000)) }
     }
 
+    @Test func filesKnownToHoldAnEntrysBytesAreLinkedNotInflatedAndCountAgainstTheLimits() throws {
+        let directory = try TemporaryDirectory.make().path
+        let zip = directory + "/a.zip"
+        try Data(try BundleFactory.zip(BundleFactory.helloFiles)).write(to: URL(fileURLWithPath: zip))
+        var extractor = ArchiveExtractor()
+        extractor.fileMode = 0o444
+        let first = try extractor.extract(zip, into: directory + "/one")
+        let offsets = Dictionary(uniqueKeysWithValues: try ZipDirectory.read(zip, maxEntries: 100).entries.map { ($0.name, $0.localHeaderOffset) })
+        func reusable(_ path: String, size: Int64? = nil) throws -> (UInt64, ReusableFile) {
+            let file = try #require(first.files.first { $0.path == path })
+            return (try #require(offsets[path]), ReusableFile(source: directory + "/one/" + path, size: size ?? file.size, sha256: file.sha256))
+        }
+        // index.html is linked; css/app.css is offered with the wrong size, so it is inflated.
+        extractor.reusable = Dictionary(uniqueKeysWithValues: [try reusable("index.html"), try reusable("css/app.css", size: 1)])
+        let second = try extractor.extract(zip, into: directory + "/two")
+        #expect(second.linkedPaths == ["index.html"])
+        #expect(second.files.map(\.sha256) == first.files.map(\.sha256))
+        #expect(second.unpackedBytes == first.unpackedBytes)
+        var one = stat(), two = stat()
+        #expect(lstat(directory + "/one/index.html", &one) == 0 && lstat(directory + "/two/index.html", &two) == 0 && one.st_ino == two.st_ino)
+        #expect(second.files.first { $0.path == "index.html" }?.changedAt == FileTimestamp(two.st_ctim))
+        #expect(lstat(directory + "/one/css/app.css", &one) == 0 && lstat(directory + "/two/css/app.css", &two) == 0 && one.st_ino != two.st_ino)
+        // A file whose mode is not the one extraction gives is not linked.
+        chmod(directory + "/one/index.html", 0o644)
+        #expect(try extractor.extract(zip, into: directory + "/three").linkedPaths.isEmpty)
+        chmod(directory + "/one/index.html", 0o444)
+        // Linked bytes count against the byte limit.
+        extractor.limits.maxUnpackedBytes = Int64(BundleFactory.helloFiles["index.html"]!.utf8.count) - 1
+        #expect(throws: ArchiveError.tooLarge(limitBytes: extractor.limits.maxUnpackedBytes)) { try extractor.extract(zip, into: directory + "/four") }
+    }
+
     @Test func compressionBombIsRefused() throws {
         let bomb = try BundleFactory.zeroBomb(size: 64 << 20)
         let error = #expect(throws: ArchiveError.self) { try extract(bomb) }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Logging
 import MiniAppTestSupport
 import NIOConcurrencyHelpers
 import Testing
@@ -42,9 +43,12 @@ func makeConfiguration(_ server: TestHTTPServer, cache: String, policy: Signatur
 }
 
 /// Runs `body` with an installer (and its platform client) for `configuration`.
-func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, _ body: (BundleInstaller) async throws -> Result) async throws -> Result {
+func withInstaller<Result: Sendable>(
+    _ configuration: MiniAppConfiguration, logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+    _ body: (BundleInstaller) async throws -> Result
+) async throws -> Result {
     let platform = configuration.offline ? nil : try PlatformClient(configuration: configuration)
-    let installer = try BundleInstaller(configuration: configuration, platform: platform)
+    let installer = try BundleInstaller(configuration: configuration, platform: platform, logger: logger)
     defer { _ = installer }
     do {
         let result = try await body(installer)

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import MiniAppCore
 import MiniAppTestSupport
@@ -20,6 +21,8 @@ import Testing
     /// Installs version 1, then version 2 as an update with the host in `mode`; returns the update's record.
     func update(
         mode: RangeMode, v2: [String: String] = DeltaUpdateTests.files(version: 2), configure: (inout MiniAppConfiguration) -> Void = { _ in },
+        logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+        before: (BundleCache, InstallRecord) throws -> Void = { _, _ in },
         then: (Platform, TestHTTPServer, InstallRecord, BundleCache) async throws -> Void = { _, _, _, _ in }
     ) async throws -> (InstallRecord, RangeHost, Platform) {
         let host = RangeHost(mode: .multipart)
@@ -34,7 +37,8 @@ import Testing
             platform.published.withLockedValue { $0 = true }
             var configuration = makeConfiguration(server, cache: cache)
             configure(&configuration)
-            let record = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }.record
+            try before(BundleCache(root: cache, namespace: configuration.cacheNamespace), v1.record)
+            let record = try await withInstaller(configuration, logger: logger) { try await $0.download(appId: "app-hello") }.record
             try await then(platform, server, record, BundleCache(root: cache, namespace: configuration.cacheNamespace))
             return record
         }
@@ -150,6 +154,64 @@ import Testing
         #expect(FileManager.default.contents(atPath: record.path + "/assets/part-0.js") == Data(Self.files(version: 2)["assets/part-0.js"]!.utf8))
     }
 
+    /// The files the update linked from the older version instead of inflating them, from its log.
+    static func linkedCounts(_ records: LogRecorder) -> [Int] {
+        records.messages.filter { $0.message == "unchanged files linked" }.compactMap { $0.metadata["linked"].flatMap { Int("\($0)") } }
+    }
+
+    @Test func entriesCopiedFromTheKeptZipAreLinkedFromTheOlderVersionNotInflated() async throws {
+        let log = LogRecorder()
+        var found: BundleCache?
+        let (record, _, _) = try await update(mode: .multipart, logger: log.logger, then: { _, _, _, cache in found = cache })
+        let view = try #require(found)
+        let older = try #require(view.record(appId: "app-hello", versionId: "ver-1"))
+        let files = Self.files(version: 2)
+        // Every file but the three that changed (none is empty), and maybe one whose bytes are partly in
+        // a range fetched and partly in the zip's end.
+        let linked = try #require(Self.linkedCounts(log).first)
+        #expect((files.count - 4...files.count - 3).contains(linked), "\(linked) of \(files.count)")
+        var first = stat(), second = stat()
+        #expect(lstat(older.path + "/assets/part-0.js", &first) == 0 && lstat(record.path + "/assets/part-0.js", &second) == 0)
+        #expect(first.st_ino == second.st_ino)
+        #expect(lstat(older.path + "/assets/part-5.js", &first) == 0 && lstat(record.path + "/assets/part-5.js", &second) == 0)
+        #expect(first.st_ino != second.st_ino, "a changed file is its own")
+        // Both versions pass their quick checks (the links' change times are recorded or attested) and
+        // their full ones.
+        #expect(view.check(record).intact && view.check(older).intact)
+        #expect(view.check(record, thorough: true).intact && view.check(older, thorough: true).intact)
+        _ = try await view.remove(appId: "app-hello", versionId: "ver-1")
+        #expect(view.check(record).intact)
+    }
+
+    @Test func aFileOfTheOlderVersionChangedSinceItWasHashedIsInflatedFromTheNewZip() async throws {
+        let log = LogRecorder()
+        _ = try await update(mode: .multipart, logger: log.logger, before: { _, older in
+            let path = older.path + "/assets/part-0.js"
+            chmod(path, 0o644)
+            try "tampered".write(toFile: path, atomically: false, encoding: .utf8)
+        })
+        // The update checked every file it installed against version 2's content (in `update`).
+        let linked = try #require(Self.linkedCounts(log).first)
+        #expect((Self.files(version: 2).count - 5...Self.files(version: 2).count - 4).contains(linked), "\(linked)")
+    }
+
+    @Test func aKeptZipThatIsNotTheOneInstalledLendsNoFiles() async throws {
+        let log = LogRecorder()
+        let (record, _, _) = try await update(mode: .multipart, logger: log.logger, before: { cache, older in
+            // One byte of the kept zip's central directory ("version made by" of its first record): the
+            // delta plan does not see it, the digest does.
+            let zip = try #require(cache.keptZipPath(older))
+            chmod(zip, 0o644)
+            var bytes = try #require(FileManager.default.contents(atPath: zip).map { [UInt8]($0) })
+            let end = bytes.count - 22
+            let directory = Int(bytes[end + 16]) | Int(bytes[end + 17]) << 8 | Int(bytes[end + 18]) << 16 | Int(bytes[end + 19]) << 24
+            bytes[directory + 4] ^= 0x01
+            try Data(bytes).write(to: URL(fileURLWithPath: zip))
+        })
+        #expect(record.transfer?.method == .delta)
+        #expect(Self.linkedCounts(log).isEmpty, "nothing linked")
+    }
+
     @Test func aDamagedVersionIsRepairedOfflineFromItsKeptZipForEveryVersionSharingTheFile() async throws {
         let cache = self.cache
         _ = try await update(mode: .multipart, then: { platform, server, record, view in
@@ -192,5 +254,38 @@ import Testing
             #expect(again.record.source == .network)
             #expect(try await view.verifyKeptZip(try #require(view.record(appId: "app-hello", versionId: "ver-2"))) == nil)
         })
+    }
+}
+
+/// Keeps what is logged, for tests that check what a run did.
+final class LogRecorder: Sendable {
+    struct Entry: Sendable {
+        var level: Logger.Level
+        var message: String
+        var metadata: Logger.Metadata
+    }
+
+    private let entries = NIOLockedValueBox<[Entry]>([])
+
+    var messages: [Entry] { entries.withLockedValue { $0 } }
+
+    var logger: Logger {
+        Logger(label: "test") { _ in Handler(recorder: self) }
+    }
+
+    private struct Handler: LogHandler {
+        let recorder: LogRecorder
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let entry = Entry(level: event.level, message: "\(event.message)", metadata: metadata.merging(event.metadata ?? [:]) { _, new in new })
+            recorder.entries.withLockedValue { $0.append(entry) }
+        }
     }
 }

@@ -48,6 +48,10 @@ func checkLayout(_ bytes: [UInt8]) {
         }
         precondition(cursor == layout.directoryStart, "plan does not reach the directory")
         precondition(plan.reusedBytes == layout.spans.reduce(0) { $0 + $1.key.length }, "an unchanged entry is fetched")
+        // Every entry is copied whole, from an entry with its key.
+        let keys = Dictionary(layout.spans.map { ($0.offset, $0.key) }, uniquingKeysWith: { first, _ in first })
+        let copied = plan.copiedEntries(of: layout)
+        precondition(copied.count == keys.count && layout.spans.allSatisfy { span in copied[span.offset].flatMap { keys[$0] } == span.key }, "an entry is not copied from its own")
     }
 }
 

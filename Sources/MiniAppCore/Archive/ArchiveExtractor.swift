@@ -12,6 +12,24 @@ public struct ExtractionResult: Sendable {
     public var directories: [String]
     /// The bytes written.
     public var unpackedBytes: Int64
+    /// The files (paths as in ``files``) hard-linked from ``ArchiveExtractor/reusable`` instead of written.
+    package var linkedPaths: Set<String> = []
+}
+
+/// A file whose content is known to be exactly a zip entry's: the extraction may hard-link it instead of
+/// inflating the entry.
+package struct ReusableFile: Sendable {
+    /// The file to link.
+    package var source: String
+    /// Its size and SHA-256 (hex), as recorded when it was written.
+    package var size: Int64
+    package var sha256: String
+
+    package init(source: String, size: Int64, sha256: String) {
+        self.source = source
+        self.size = size
+        self.sha256 = sha256
+    }
 }
 
 /// Unpacks a zip with libarchive, refusing anything that is not plainly a bundle of files and folders.
@@ -32,6 +50,10 @@ public struct ArchiveExtractor: Sendable {
     /// The mode files get: 0644 by default; the cache makes its files read-only (0444), as versions
     /// share them.
     public var fileMode: UInt32 = 0o644
+    /// Files to hard-link instead of inflating, by the offset of their entry's local header: where a
+    /// link fails, or the file is not of the entry's size and ``fileMode``, the entry is inflated. Linked
+    /// files count against the byte limit like written ones.
+    package var reusable: [UInt64: ReusableFile] = [:]
 
     /// An extractor with the given limits, using up to `maxThreads` threads (by default one per core,
     /// at most four).
@@ -54,10 +76,48 @@ public struct ArchiveExtractor: Sendable {
 
         let plan = try UTF8Locale.run { () throws(ArchiveError) in try ExtractionPlan.scan(archivePath, limits: limits) }
         try plan.makeDirectories(in: destination, needsMode: !exact.contains(0o755))
-        let job = ExtractionJob(archivePath: archivePath, destination: destination, plan: plan, limits: limits, archiveSize: archiveSize, fileMode: fileMode, needsMode: !exact.contains(fileMode))
-        job.run(threads: plan.declaredBytes < parallelMinimumBytes ? 1 : min(maxThreads, plan.files.count))
+        var linked: [BundleFile] = []
+        var linkedBytes: Int64 = 0
+        var remaining = plan.files
+        if !reusable.isEmpty {
+            remaining = []
+            for file in plan.files {
+                guard let reuse = reusable[file.offset], reuse.size == file.declaredSize,
+                      let record = Self.link(reuse, at: destination + "/" + file.path, path: file.path, mode: fileMode) else {
+                    remaining.append(file)
+                    continue
+                }
+                linkedBytes += record.size
+                guard linkedBytes <= limits.maxUnpackedBytes else { throw .tooLarge(limitBytes: limits.maxUnpackedBytes) }
+                linked.append(record)
+            }
+        }
+        let job = ExtractionJob(archivePath: archivePath, destination: destination, files: remaining, limits: limits, archiveSize: archiveSize, fileMode: fileMode, needsMode: !exact.contains(fileMode), unpacked: linkedBytes)
+        let declared = remaining.reduce(Int64(0)) { $0 + $1.declaredSize }
+        job.run(threads: declared < parallelMinimumBytes ? 1 : min(maxThreads, remaining.count))
         if let failure = job.firstFailure { throw failure }
-        return try plan.result(destination: destination, files: job.records.compactMap { $0 }, unpackedBytes: job.unpacked.load(ordering: .relaxed))
+        return try plan.result(
+            destination: destination, files: job.records.compactMap { $0 } + linked, linked: Set(linked.map(\.path)),
+            unpackedBytes: job.unpacked.load(ordering: .relaxed)
+        )
+    }
+
+    /// Hard-links `reuse` at `target`: the record of the file it gives there, or `nil` (and nothing at
+    /// `target`) when the link fails or the file is not a regular file of the expected size and `mode`.
+    private static func link(_ reuse: ReusableFile, at target: String, path: String, mode: UInt32) -> BundleFile? {
+        guard Glibc.link(reuse.source, target) == 0 else { return nil }
+        var info = stat()
+        guard lstat(target, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == reuse.size, info.st_mode & 0o7777 == mode else {
+            unlink(target)
+            return nil
+        }
+        return BundleFile(path: path, size: reuse.size, sha256: reuse.sha256, changedAt: FileTimestamp(info.st_ctim))
+    }
+
+    /// Whether the cleaned path `path` is macOS metadata that extraction leaves out (Finder's
+    /// `__MACOSX/...`, `._*` and `.DS_Store` files).
+    package static func isFinderMetadata(_ path: String, isDirectory: Bool) -> Bool {
+        ExtractionPlan.isFinderMetadata(path.split(separator: "/").map(String.init), isDirectory: isDirectory)
     }
 
     package static func message(_ archive: OpaquePointer) -> String {
@@ -109,6 +169,10 @@ private struct ExtractionPlan {
         var archiveName: [UInt8]
         /// The cleaned path relative to the destination.
         var path: String
+        /// Where its local header starts.
+        var offset: UInt64
+        /// The size the archive declares for it (0 when it declares none).
+        var declaredSize: Int64
     }
 
     package var files: [File] = []
@@ -183,8 +247,9 @@ private struct ExtractionPlan {
         if isDirectory {
             directories.append(path)
         } else {
-            files.append(File(ordinal: ordinal, name: name, archiveName: zip.archiveName, path: path))
-            if archive_entry_size_is_set(entry) != 0 { declaredBytes += max(archive_entry_size(entry), 0) }
+            let size = archive_entry_size_is_set(entry) != 0 ? max(archive_entry_size(entry), 0) : 0
+            files.append(File(ordinal: ordinal, name: name, archiveName: zip.archiveName, path: path, offset: zip.localHeaderOffset, declaredSize: size))
+            declaredBytes += size
         }
     }
 
@@ -222,10 +287,12 @@ private struct ExtractionPlan {
 
     /// The bundle folder (the destination, or its one top folder holding index.html) and `written`,
     /// the files as the second pass recorded them.
-    package func result(destination: String, files written: [BundleFile], unpackedBytes: Int64) throws(ArchiveError) -> ExtractionResult {
+    package func result(destination: String, files written: [BundleFile], linked: Set<String>, unpackedBytes: Int64) throws(ArchiveError) -> ExtractionResult {
         let sorted = written.sorted { $0.path < $1.path }
         if seen["index.html"] == false {
-            return ExtractionResult(bundleDirectory: destination, files: sorted, directories: (["."] + directories).sorted(), unpackedBytes: unpackedBytes)
+            return ExtractionResult(
+                bundleDirectory: destination, files: sorted, directories: (["."] + directories).sorted(), unpackedBytes: unpackedBytes, linkedPaths: linked
+            )
         }
         let tops = Set(seen.keys.map { String($0.split(separator: "/", maxSplits: 1)[0]) })
         guard tops.count == 1, let top = tops.first, seen[top] == true, seen[top + "/index.html"] == false else {
@@ -237,7 +304,10 @@ private struct ExtractionPlan {
             return file
         }
         let inside = directories.filter { $0.hasPrefix(top + "/") }.map { String($0.dropFirst(top.count + 1)) }
-        return ExtractionResult(bundleDirectory: destination + "/" + top, files: stripped, directories: (["."] + inside).sorted(), unpackedBytes: unpackedBytes)
+        return ExtractionResult(
+            bundleDirectory: destination + "/" + top, files: stripped, directories: (["."] + inside).sorted(), unpackedBytes: unpackedBytes,
+            linkedPaths: Set(linked.map { String($0.dropFirst(top.count + 1)) })
+        )
     }
 }
 
@@ -260,15 +330,17 @@ private final class ExtractionJob: @unchecked Sendable {
     package let records: UnsafeMutableBufferPointer<BundleFile?>
     private let failures = Mutex<[(index: Int, error: ArchiveError)]>([])
 
-    package init(archivePath: String, destination: String, plan: ExtractionPlan, limits: ExtractionLimits, archiveSize: Int64, fileMode: UInt32, needsMode: Bool) {
+    /// A job writing `files`, counting from `unpacked` bytes already in place.
+    package init(archivePath: String, destination: String, files: [ExtractionPlan.File], limits: ExtractionLimits, archiveSize: Int64, fileMode: UInt32, needsMode: Bool, unpacked: Int64) {
         self.needsMode = needsMode
         self.fileMode = fileMode
         self.archivePath = archivePath
         self.destination = destination
-        self.files = plan.files
+        self.files = files
         self.limits = limits
         self.archiveSize = archiveSize
-        records = .allocate(capacity: plan.files.count)
+        self.unpacked.store(unpacked, ordering: .relaxed)
+        records = .allocate(capacity: files.count)
         records.initialize(repeating: nil)
     }
 

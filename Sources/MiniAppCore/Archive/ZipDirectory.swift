@@ -84,6 +84,13 @@ package struct ZipDirectory: Sendable {
         return ZipDirectory(entries: entries)
     }
 
+    /// The entries of the zip at `path` as its central directory lists them, in the order of their local
+    /// headers, without reading those (``Entry/dataEnd`` is 0): for a zip already checked by ``read(_:maxEntries:)``.
+    package static func listing(_ path: String, maxEntries: Int) throws(ArchiveError) -> [Entry] {
+        let file = try ZipFileReader(path)
+        return try centralEntries(in: file, maxEntries: maxEntries).0
+    }
+
     /// The central directory's entries in the order of their local headers, and where it is.
     private static func centralEntries<Source: ZipBytes & ~Copyable>(in file: borrowing Source, maxEntries: Int) throws(ArchiveError) -> ([Entry], EndRecord) {
         let end = try EndRecord.find(in: file)
@@ -186,11 +193,17 @@ package struct ZipDirectory: Sendable {
         let (start, overflow) = offset.addingReportingOverflow(correction)
         guard !overflow else { throw .corrupt(reason: "the central directory is damaged") }
         return Entry(
-            rawName: rawName, name: Self.windowsSeparators(decoded.precomposedStringWithCanonicalMapping),
+            rawName: rawName, name: Self.windowsSeparators(Self.composed(decoded)),
             archiveName: Self.comparable(unicodePath.map { Array($0.utf8) } ?? rawName),
             flags: flags, method: method, compressedSize: compressedSize, uncompressedSize: uncompressedSize,
             localHeaderOffset: start, dataEnd: 0, crc32: crc32, modified: modified
         )
+    }
+
+    /// `text` composed (NFC): ASCII text is already, and skips Foundation's conversion, the dearest part
+    /// of reading a name.
+    static func composed(_ text: String) -> String {
+        text.utf8.allSatisfy { $0 < 0x80 } ? text : text.precomposedStringWithCanonicalMapping
     }
 
     /// `name` with `\` read as the separator when it has no `/`, as libarchive and Windows tools do.
@@ -203,7 +216,8 @@ package struct ZipDirectory: Sendable {
     /// is UTF-8, as libarchive composes what it converts, with every `\` as `/`, and without the `/`
     /// libarchive adds to a folder's name.
     package static func comparable(_ bytes: [UInt8]) -> [UInt8] {
-        let composed = String(validating: bytes, as: UTF8.self).map { Array($0.precomposedStringWithCanonicalMapping.utf8) } ?? bytes
+        let composed = bytes.allSatisfy({ $0 < 0x80 }) ? bytes
+            : String(validating: bytes, as: UTF8.self).map { Array(Self.composed($0).utf8) } ?? bytes
         var result = composed.map { $0 == UInt8(ascii: "\\") ? UInt8(ascii: "/") : $0 }
         while result.last == UInt8(ascii: "/") { result.removeLast() }
         return result

@@ -108,6 +108,21 @@ package struct DeltaPlan: Sendable, Equatable {
     /// The byte ranges to fetch, in order.
     package var fetchRanges: [Range<UInt64>] { pieces.filter { $0.source == nil }.map { $0.offset..<$0.end } }
 
+    /// The entries of `new` whose bytes this plan copies whole from the kept zip, by the offset of their
+    /// local header in the new zip: where the same bytes start in the kept zip. Once the assembled zip
+    /// is proven right, such an entry holds exactly what that entry of the kept zip held.
+    package func copiedEntries(of new: ZipLayout) -> [UInt64: UInt64] {
+        var copied: [UInt64: UInt64] = [:]
+        var index = 0
+        for span in new.spans {
+            while index < pieces.count, pieces[index].end <= span.offset { index += 1 }
+            guard index < pieces.count, let source = pieces[index].source,
+                  pieces[index].offset <= span.offset, span.end <= pieces[index].end else { continue }
+            copied[span.offset] = source + (span.offset - pieces[index].offset)
+        }
+        return copied
+    }
+
     /// Plans bytes `0..<end` of the zip laid out as `new` from the kept zip laid out as `old`: an entry
     /// whose key matches an entry of the kept zip is copied, the rest (data before the first entry,
     /// changed entries, the central directory up to `end`) is fetched. Fetches separated by a copy of at

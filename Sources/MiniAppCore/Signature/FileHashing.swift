@@ -11,9 +11,21 @@ package enum FileHashing {
         return sha256(of: descriptor, buffer: buffer)
     }
 
-    private static func sha256(of descriptor: Int32, buffer: UnsafeMutableRawBufferPointer) -> [UInt8]? {
+    /// The SHA-256 of the file at `path`, or `nil` when it cannot be read or `stop` says to give up
+    /// (asked between blocks of 1 MiB); a symbolic link there is not followed.
+    package static func sha256(ofFileAt path: String, stop: () -> Bool = { false }) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        return sha256(of: descriptor, buffer: buffer, stop: stop)
+    }
+
+    private static func sha256(of descriptor: Int32, buffer: UnsafeMutableRawBufferPointer, stop: () -> Bool = { false }) -> [UInt8]? {
         let digest = SHA256Digest()
         while true {
+            if stop() { return nil }
             let count = read(descriptor, buffer.baseAddress, buffer.count)
             if count == 0 { break }
             if count < 0 {

@@ -110,6 +110,48 @@ extension BundleCache {
         }
     }
 
+    /// The files of the version of `record` that hold exactly what entries of a new zip hold: `copied`
+    /// maps the local-header offset of each entry of the new zip copied whole from `zip`, the version's
+    /// kept zip, to where those bytes start in it; the file the version's extraction made from those
+    /// bytes holds what the new entry holds, while its change time is the one recorded (unchanged since
+    /// it was hashed). The kept zip must be proven the one installed (its SHA-256) before this is used.
+    func reusableFiles(of record: InstallRecord, keptZip zip: String, copied: [UInt64: UInt64], maxEntries: Int) -> [UInt64: ReusableFile] {
+        let directory = versionDirectory(appId: record.id, versionId: record.versionId)
+        guard !copied.isEmpty,
+              let bytes = FileReading.contents(directory + "/files.list", followingLinks: false),
+              record.fileListDigest == nil || SHA256Digest.hash(bytes).hexString == record.fileListDigest,
+              let list = BundleFileList(decoding: bytes),
+              let entries = try? ZipDirectory.listing(zip, maxEntries: maxEntries) else { return [:] }
+        let files = Dictionary(list.files.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        // The kept zip's files, named as extraction named them, then matched one for one with the
+        // version's files under the one top folder the extraction stripped, or none.
+        var named: [(offset: UInt64, path: String, size: UInt64)] = []
+        for entry in entries where !entry.name.hasSuffix("/") {
+            guard let path = try? ArchivePath.path(of: entry.name) else { return [:] }
+            if !ArchiveExtractor.isFinderMetadata(path, isDirectory: false) { named.append((entry.localHeaderOffset, path, entry.uncompressedSize)) }
+        }
+        let tops = named.compactMap { entry -> String? in
+            let parts = entry.path.split(separator: "/")
+            return parts.count == 2 && parts[1] == "index.html" ? parts[0] + "/" : nil
+        }
+        guard named.count == files.count, let top = ([""] + tops).first(where: { top in
+            named.allSatisfy { $0.path.hasPrefix(top) && files[String($0.path.dropFirst(top.count))]?.size == Int64($0.size) }
+        }) else { return [:] }
+        let paths = Dictionary(named.map { ($0.offset, String($0.path.dropFirst(top.count))) }, uniquingKeysWith: { first, _ in first })
+        let attested = attestations(in: directory)
+        var reusable: [UInt64: ReusableFile] = [:]
+        var info = stat()
+        for (new, old) in copied {
+            guard let path = paths[old], let file = files[path], file.size > 0 else { continue }
+            let source = directory + "/bundle/" + path
+            guard lstat(source, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == file.size else { continue }
+            let now = FileTimestamp(info.st_ctim)
+            guard file.changedAt == now || attested.vouches(for: file, changedAt: now) else { continue }
+            reusable[new] = ReusableFile(source: source, size: file.size, sha256: file.sha256)
+        }
+        return reusable
+    }
+
     // MARK: Shared files
 
     /// A file of a cached version that a new version may share.
@@ -140,9 +182,9 @@ extension BundleCache {
     /// cached version of `appId` to that copy, instead of keeping a second one; returns `files` with the
     /// change times the links gave them. A copy is only linked while its change time is the one its
     /// version recorded (it is unchanged since it was hashed). Where a link cannot be made (a link limit,
-    /// another file system) the written file stays. The versions whose files were linked get their new
-    /// change times attested.
-    func shareFiles(stage: String, files: [BundleFile], appId: String, versionId: String) -> [BundleFile] {
+    /// another file system) the written file stays. The files at `linkedPaths` are links to another
+    /// version's files already. The versions whose files were linked get their new change times attested.
+    func shareFiles(stage: String, files: [BundleFile], linkedPaths: Set<String> = [], appId: String, versionId: String) -> [BundleFile] {
         let bySha = candidates(appId: appId, excluding: versionId)
         guard !bySha.isEmpty else { return files }
         var result = files
@@ -150,6 +192,10 @@ extension BundleCache {
         let temporary = stage + "/link.tmp"
         var info = stat()
         for (index, file) in files.enumerated() where file.size > 0 {
+            if linkedPaths.contains(file.path) {
+                if lstat(stage + "/bundle/" + file.path, &info) == 0 { linked[index] = info.st_ino }
+                continue
+            }
             guard let candidates = bySha[file.sha256] else { continue }
             for candidate in candidates where candidate.file.size == file.size {
                 guard lstat(candidate.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == file.size else { continue }

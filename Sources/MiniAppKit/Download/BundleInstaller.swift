@@ -406,20 +406,33 @@ public final class BundleInstaller: Sendable {
             var assembled: (file: DownloadedFile, outcome: SignatureOutcome, transfer: Transfer)?
             // A delta needs a signature to prove the assembled bytes right, and an earlier zip of the app.
             let base = configuration.delta && manifest.signature != nil && !manifest.urls[0].isFileURL
-                ? try await pool.run({ cache.keptZip(appId: appId)?.path }) : nil
+                ? try await pool.run({ cache.keptZip(appId: appId) }) : nil
+            // The kept zip's version's files that hold what entries copied from it hold, once proven.
+            var reuse: (record: InstallRecord, zip: String, copied: [UInt64: UInt64])?
             if let base {
+                // Those files stand in for the copied entries only while the kept zip is still the one they
+                // were extracted from: it is hashed while the ranges come (and no further once the update
+                // turns out not to need it).
+                let stopHashing = NIOLockedValueBox(false)
+                async let keptIntact = withTaskCancellationHandler {
+                    (try? await pool.run { FileHashing.sha256(ofFileAt: base.path, stop: { stopHashing.withLockedValue { $0 } })?.hexString == base.record.sha256 }) ?? false
+                } onCancel: {
+                    stopHashing.withLockedValue { $0 = true }
+                }
+                var copiedEntries: [UInt64: UInt64] = [:]
                 var restarted = false
                 attempts: while true {
                     let keyId = manifest.publicKeyId
                     async let key = verifier.prefetch(keyId: keyId)
-                    let delta = try await downloader.deltaDownload(manifest.urls[0], to: zip, base: base, maxEntries: configuration.extraction.maxEntries, progress: progress)
+                    let delta = try await downloader.deltaDownload(manifest.urls[0], to: zip, base: base.path, maxEntries: configuration.extraction.maxEntries, progress: progress)
                     let prefetched = await key
                     switch delta {
-                    case .assembled(let file, let fetchedBytes, let reusedBytes):
+                    case .assembled(let file, let fetchedBytes, let reusedBytes, let copied):
                         fetched += fetchedBytes
                         let outcome = await verifier.check(signature: manifest.signature, keyId: manifest.publicKeyId, prefetched: prefetched, versionId: versionId, sha256: file.sha256)
                         if outcome.status == .verified {
                             assembled = (file, outcome, Transfer(method: reusedBytes > 0 ? .delta : .full, fetchedBytes: fetched, reusedBytes: reusedBytes))
+                            copiedEntries = copied
                         } else {
                             // Wrong bytes somewhere (a range, or the kept zip): the whole zip decides.
                             logger.info("assembled zip does not verify; downloading it whole", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
@@ -444,6 +457,11 @@ public final class BundleInstaller: Sendable {
                     }
                     break attempts
                 }
+                if copiedEntries.isEmpty {
+                    stopHashing.withLockedValue { $0 = true }
+                } else if await keptIntact {
+                    reuse = (base.record, base.path, copiedEntries)
+                }
             }
             let result: (file: DownloadedFile, outcome: SignatureOutcome, transfer: Transfer)
             if let assembled {
@@ -460,7 +478,7 @@ public final class BundleInstaller: Sendable {
                 try enforce(outcome)
                 result = (file, outcome, Transfer(method: .full, fetchedBytes: fetched, reusedBytes: 0))
             }
-            let files = try await unpack(zip, into: stage, appId: appId, versionId: versionId, keepAs: result.file.sha256.hexString)
+            let files = try await unpack(zip, into: stage, appId: appId, versionId: versionId, keepAs: result.file.sha256.hexString, reuse: reuse)
             let installed = try await finish(
                 stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network,
                 outcome: result.outcome, sha256: result.file.sha256, transfer: result.transfer, signature: manifest.signature
@@ -586,19 +604,30 @@ public final class BundleInstaller: Sendable {
     /// Extracts `zip` into `stage/bundle` (files read-only), stripping one top folder, checks its
     /// manifest.json, links files identical to another cached version's to it, and writes
     /// `stage/files.list`, on the pool. With `keepAs`, the zip then moves to `stage/<keepAs>.zip`, the
-    /// copy the cache keeps.
-    private func unpack(_ zip: String, into stage: String, appId: String, versionId: String, keepAs: String?) async throws -> [BundleFile] {
+    /// copy the cache keeps. With `reuse`, the entries of `zip` copied whole from the kept zip of the
+    /// version of `reuse.record` (proven intact) are hard links to that version's files, not inflated.
+    private func unpack(
+        _ zip: String, into stage: String, appId: String, versionId: String, keepAs: String?,
+        reuse: (record: InstallRecord, zip: String, copied: [UInt64: UInt64])? = nil
+    ) async throws -> [BundleFile] {
         let limits = configuration.extraction
         let cache = self.cache
+        let logger = self.logger
         return try await pool.run {
             let raw = stage + "/raw"
             var extractor = ArchiveExtractor(limits: limits)
             extractor.fileMode = 0o444
+            if let reuse {
+                extractor.reusable = cache.reusableFiles(of: reuse.record, keptZip: reuse.zip, copied: reuse.copied, maxEntries: .max)
+            }
             let result = try extractor.extract(zip, into: raw)
+            if reuse != nil {
+                logger.debug("unchanged files linked", metadata: ["app-id": "\(appId)", "linked": "\(result.linkedPaths.count)", "files": "\(result.files.count)"])
+            }
             guard rename(result.bundleDirectory, stage + "/bundle") == 0 else { throw CacheError.system(stage + "/bundle") }
             if result.bundleDirectory != raw { rmdir(raw) }
             _ = try BundleManifest.read(bundleDirectory: stage + "/bundle")
-            let files = cache.shareFiles(stage: stage, files: result.files, appId: appId, versionId: versionId)
+            let files = cache.shareFiles(stage: stage, files: result.files, linkedPaths: result.linkedPaths, appId: appId, versionId: versionId)
             try Self.writeFileList(files, directories: result.directories, stage: stage)
             if let keepAs {
                 let kept = stage + "/" + keepAs + ".zip"

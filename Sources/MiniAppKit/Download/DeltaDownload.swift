@@ -9,8 +9,9 @@ import MiniAppCore
 /// How a delta download ended.
 enum DeltaOutcome: Sendable {
     /// The zip was assembled from the kept zip and the ranges fetched; its digest is still to be checked
-    /// against the signature.
-    case assembled(DownloadedFile, fetchedBytes: Int64, reusedBytes: Int64)
+    /// against the signature. `copied` maps the local-header offset of each entry whose bytes are the
+    /// kept zip's (copied from it, or fetched with the zip's end and found equal) to where they start there.
+    case assembled(DownloadedFile, fetchedBytes: Int64, reusedBytes: Int64, copied: [UInt64: UInt64])
     /// The server sent the whole zip (it ignored the ranges); that answer was kept as a full download.
     case full(DownloadedFile, fetchedBytes: Int64)
     /// The zip changed on the server between two requests (another ETag or size): the caller starts over
@@ -265,7 +266,33 @@ private final class DeltaRun: @unchecked Sendable {
         self.sink = nil
         let file = try await sink.finish()
         guard file.size == Int64(size) else { throw Stop.unusable("the assembled zip has \(file.size) bytes instead of \(size)") }
-        return .assembled(file, fetchedBytes: fetched, reusedBytes: Int64(plan.reusedBytes))
+        let copied = plan.copiedEntries(of: new).merging(await equalInTail(new: new, old: old, tail: tail)) { first, _ in first }
+        return .assembled(file, fetchedBytes: fetched, reusedBytes: Int64(plan.reusedBytes), copied: copied)
+    }
+
+    /// The entries that came with the zip's end (`tail`, from ``tailStart``) whose bytes equal an entry's
+    /// of the kept zip with the same key: their local-header offsets, and where they start in the kept zip.
+    private func equalInTail(new: ZipLayout, old: ZipLayout, tail: [UInt8]) async -> [UInt64: UInt64] {
+        var kept: [ZipLayout.Key: UInt64] = [:]
+        for span in old.spans where span.end <= old.directoryStart { kept[span.key] = kept[span.key] ?? span.offset }
+        let candidates = new.spans.compactMap { span -> (offset: UInt64, source: UInt64, length: Int)? in
+            guard span.offset >= tailStart, span.end <= new.directoryStart, let source = kept[span.key] else { return nil }
+            return (span.offset, source, Int(span.key.length))
+        }
+        guard !candidates.isEmpty else { return [:] }
+        let descriptor = baseDescriptor
+        let start = tailStart
+        return (try? await downloader.pool.run { () -> [UInt64: UInt64] in
+            var equal: [UInt64: UInt64] = [:]
+            var buffer = [UInt8](repeating: 0, count: candidates.map(\.length).max() ?? 0)
+            for candidate in candidates {
+                let read = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, candidate.length, off_t(candidate.source)) }
+                let from = Int(candidate.offset - start)
+                guard read == candidate.length, buffer[0..<read].elementsEqual(tail[from..<(from + read)]) else { continue }
+                equal[candidate.offset] = candidate.source
+            }
+            return equal
+        }) ?? [:]
     }
 
     /// Sends a GET for `range`, following redirects; returns the response with its body unread.
