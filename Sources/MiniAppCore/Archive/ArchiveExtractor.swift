@@ -36,9 +36,10 @@ package struct ReusableFile: Sendable {
 ///
 /// Two passes. The first reads every entry header (the zip's central directory makes that cheap) and
 /// refuses the archive for any unsafe name, kind, duplicate or entry count before a byte is written;
-/// it creates the folders. The second inflates, writes and hashes the files on several threads, each
-/// with its own reader, taking the next file in archive order as it finishes one; the byte and ratio
-/// limits count real bytes across all of them.
+/// it creates the folders. The second inflates, writes and hashes the files on several threads, taking
+/// the next file in archive order as it finishes one, each file with a streaming reader that sees only
+/// that entry's bytes (no reader walks the headers of the others, and each header read costs libc a
+/// time-zone check when `TZ` is unset); the byte and ratio limits count real bytes across all of them.
 public struct ArchiveExtractor: Sendable {
     /// The limits applied.
     public var limits: ExtractionLimits
@@ -92,7 +93,10 @@ public struct ArchiveExtractor: Sendable {
                 linked.append(record)
             }
         }
-        let job = ExtractionJob(archivePath: archivePath, destination: destination, files: remaining, limits: limits, archiveSize: archiveSize, fileMode: fileMode, needsMode: !exact.contains(fileMode), unpacked: linkedBytes)
+        let descriptor = open(archivePath, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Self.ioError(archivePath) }
+        defer { close(descriptor) }
+        let job = ExtractionJob(archivePath: archivePath, descriptor: descriptor, destination: destination, files: remaining, limits: limits, archiveSize: archiveSize, fileMode: fileMode, needsMode: !exact.contains(fileMode), unpacked: linkedBytes)
         let declared = remaining.reduce(Int64(0)) { $0 + $1.declaredSize }
         job.run(threads: declared < parallelMinimumBytes ? 1 : min(maxThreads, remaining.count))
         if let failure = job.firstFailure { throw failure }
@@ -158,6 +162,45 @@ private final class ArchiveReader {
     package var message: String { ArchiveExtractor.message(handle) }
 }
 
+/// A streaming libarchive zip reader over one entry's bytes of an open archive (its local header, data
+/// and data descriptor): it reads no central directory and no other entry, and cannot read past them.
+private final class EntryReader {
+    package let handle: OpaquePointer
+    private let window: UnsafeMutablePointer<CMiniAppArchive_Window>
+
+    /// A reader of bytes `start..<end` of the archive open at `descriptor`, reading through `buffer`
+    /// (which must outlive it).
+    package init(descriptor: Int32, from start: UInt64, to end: UInt64, buffer: UnsafeMutableRawBufferPointer) throws(ArchiveError) {
+        window = .allocate(capacity: 1)
+        window.initialize(to: CMiniAppArchive_Window(
+            fd: descriptor, position: Int64(start), end: Int64(end), capacity: buffer.count, buffer: buffer.baseAddress
+        ))
+        guard let handle = archive_read_new() else {
+            window.deallocate()
+            throw .corrupt(reason: "libarchive cannot allocate a reader")
+        }
+        self.handle = handle
+        archive_read_support_format_zip_streamable(handle)
+        guard CMiniAppArchive_openWindow(handle, window) == CMiniAppArchive_OK() else { throw .corrupt(reason: message) }
+    }
+
+    deinit {
+        archive_read_free(handle)
+        window.deallocate()
+    }
+
+    /// The entry's header, or `nil` when there is none.
+    package func next() throws(ArchiveError) -> OpaquePointer? {
+        var entry: OpaquePointer?
+        let status = archive_read_next_header(handle, &entry)
+        if status == CMiniAppArchive_EOF() { return nil }
+        guard status == CMiniAppArchive_OK(), let entry else { throw .corrupt(reason: message) }
+        return entry
+    }
+
+    package var message: String { ArchiveExtractor.message(handle) }
+}
+
 /// What the first pass learned: every name checked, the folders, and the files to write in archive order.
 private struct ExtractionPlan {
     package struct File {
@@ -171,8 +214,18 @@ private struct ExtractionPlan {
         var path: String
         /// Where its local header starts.
         var offset: UInt64
+        /// Where its bytes (local header, data, data descriptor) end: the next entry's local header, or
+        /// the central directory.
+        var end: UInt64
         /// The size the archive declares for it (0 when it declares none).
         var declaredSize: Int64
+        /// Whether the archive declares it empty.
+        var isEmpty: Bool
+        /// Whether a streaming reader of its bytes alone finds where its data ends: its local header
+        /// gives the sizes, or it is deflated (a deflate stream ends by itself before its data
+        /// descriptor). Other entries with a data descriptor are read by a reader of the whole archive,
+        /// which takes the sizes from the central directory.
+        var streams: Bool
     }
 
     package var files: [File] = []
@@ -197,7 +250,8 @@ private struct ExtractionPlan {
                   ZipDirectory.comparable(raw) == directory.entries[ordinal].archiveName else {
                 throw .inconsistentEntry(entry: ordinal < directory.entries.count ? directory.entries[ordinal].name : "#\(ordinal + 1)", reason: "is not where the central directory lists it")
             }
-            try plan.add(entry, zip: directory.entries[ordinal], ordinal: ordinal, limits: limits)
+            let end = ordinal + 1 < directory.entries.count ? directory.entries[ordinal + 1].localHeaderOffset : directory.directoryStart
+            try plan.add(entry, zip: directory.entries[ordinal], end: end, ordinal: ordinal, limits: limits)
             ordinal += 1
         }
         guard ordinal == directory.entries.count else {
@@ -215,7 +269,7 @@ private struct ExtractionPlan {
         return !isDirectory && (last.hasPrefix("._") || last == ".DS_Store")
     }
 
-    package mutating func add(_ entry: OpaquePointer, zip: ZipDirectory.Entry, ordinal: Int, limits: ExtractionLimits) throws(ArchiveError) {
+    package mutating func add(_ entry: OpaquePointer, zip: ZipDirectory.Entry, end: UInt64, ordinal: Int, limits: ExtractionLimits) throws(ArchiveError) {
         let name = zip.name
         let path = try ArchivePath.path(of: name)
 
@@ -247,8 +301,12 @@ private struct ExtractionPlan {
         if isDirectory {
             directories.append(path)
         } else {
-            let size = archive_entry_size_is_set(entry) != 0 ? max(archive_entry_size(entry), 0) : 0
-            files.append(File(ordinal: ordinal, name: name, archiveName: zip.archiveName, path: path, offset: zip.localHeaderOffset, declaredSize: size))
+            let sizeIsSet = archive_entry_size_is_set(entry) != 0
+            let size = sizeIsSet ? max(archive_entry_size(entry), 0) : 0
+            files.append(File(
+                ordinal: ordinal, name: name, archiveName: zip.archiveName, path: path, offset: zip.localHeaderOffset, end: end,
+                declaredSize: size, isEmpty: sizeIsSet && size == 0, streams: zip.localFlags & 0x08 == 0 || zip.method == 8
+            ))
             declaredBytes += size
         }
     }
@@ -314,6 +372,8 @@ private struct ExtractionPlan {
 /// The second pass, shared by its threads: which file is next, the bytes written so far, the records
 /// and the failures.
 private final class ExtractionJob: @unchecked Sendable {
+    /// The archive, open for reading: its threads read it with `pread`.
+    package let descriptor: Int32
     package let archivePath: String
     package let destination: String
     package let files: [ExtractionPlan.File]
@@ -331,10 +391,11 @@ private final class ExtractionJob: @unchecked Sendable {
     private let failures = Mutex<[(index: Int, error: ArchiveError)]>([])
 
     /// A job writing `files`, counting from `unpacked` bytes already in place.
-    package init(archivePath: String, destination: String, files: [ExtractionPlan.File], limits: ExtractionLimits, archiveSize: Int64, fileMode: UInt32, needsMode: Bool, unpacked: Int64) {
+    package init(archivePath: String, descriptor: Int32, destination: String, files: [ExtractionPlan.File], limits: ExtractionLimits, archiveSize: Int64, fileMode: UInt32, needsMode: Bool, unpacked: Int64) {
         self.needsMode = needsMode
         self.fileMode = fileMode
         self.archivePath = archivePath
+        self.descriptor = descriptor
         self.destination = destination
         self.files = files
         self.limits = limits
@@ -364,32 +425,47 @@ private final class ExtractionJob: @unchecked Sendable {
         stopped.store(true, ordering: .relaxed)
     }
 
-    /// One thread's loop: take the next file, move this thread's reader forward to it, write it.
+    /// One thread's loop: take the next file, read its entry through a reader of its bytes alone (or this
+    /// thread's reader of the whole archive, moved forward to it), write it.
     private func work() {
-        let reader: ArchiveReader
-        do {
-            reader = try ArchiveReader(archivePath, blockSize: 128 * 1024)
-        } catch {
-            fail(-1, error)
-            return
-        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 128 * 1024, alignment: 16)
+        defer { buffer.deallocate() }
+        var whole: ArchiveReader?
         var ordinal = -1
-        var entry: OpaquePointer?
+        var current: OpaquePointer?
         while !stopped.load(ordering: .relaxed) {
             let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
             guard index < files.count else { return }
             let file = files[index]
             do throws(ArchiveError) {
-                while ordinal < file.ordinal {
+                let window: EntryReader?
+                let entry: OpaquePointer?
+                let handle: OpaquePointer
+                if file.streams {
+                    // libarchive peeks 24 bytes for a data descriptor (the zip64 size) even when it is 16
+                    // long: the window reaches that far into what follows, which it only peeks at.
+                    let reader = try EntryReader(descriptor: descriptor, from: file.offset, to: min(file.end + 24, UInt64(max(archiveSize, 0))), buffer: buffer)
+                    window = reader
                     entry = try reader.next()
-                    ordinal += 1
-                    guard entry != nil else { throw .corrupt(reason: "the archive ended before entry \(file.name)") }
+                    handle = reader.handle
+                } else {
+                    if whole == nil { whole = try ArchiveReader(archivePath, blockSize: 128 * 1024) }
+                    guard let reader = whole else { continue }
+                    while ordinal < file.ordinal, current != nil || ordinal < 0 {
+                        current = try reader.next()
+                        ordinal += 1
+                    }
+                    window = nil
+                    entry = ordinal == file.ordinal ? current : nil
+                    handle = reader.handle
                 }
-                guard let entry, let raw = archive_entry_pathname(entry),
-                      ZipDirectory.comparable(raw) == file.archiveName else {
+                guard let entry else { throw .corrupt(reason: "the archive ended before entry \(file.name)") }
+                guard let raw = archive_entry_pathname(entry), ZipDirectory.comparable(raw) == file.archiveName else {
                     throw .corrupt(reason: "the archive changed while it was read")
                 }
-                records[index] = try write(file, entry: entry, from: reader)
+                let record = try write(file, entry: entry, from: handle)
+                withExtendedLifetime(window) {}
+                records[index] = record
             } catch {
                 fail(index, error)
                 return
@@ -398,7 +474,7 @@ private final class ExtractionJob: @unchecked Sendable {
     }
 
     /// Writes one file's data, hashing it and counting its bytes against the limits.
-    private func write(_ file: ExtractionPlan.File, entry: OpaquePointer, from reader: ArchiveReader) throws(ArchiveError) -> BundleFile {
+    private func write(_ file: ExtractionPlan.File, entry: OpaquePointer, from handle: OpaquePointer) throws(ArchiveError) -> BundleFile {
         let target = destination + "/" + file.path
         let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, fileMode)
         guard descriptor >= 0 else {
@@ -411,14 +487,14 @@ private final class ExtractionJob: @unchecked Sendable {
         var size: Int64 = 0
         // An entry that declares no bytes has none to read: libarchive's LZMA reader fails on an empty
         // stream (bsdtar does not ask it either).
-        let empty = archive_entry_size_is_set(entry) != 0 && archive_entry_size(entry) == 0
+        let empty = file.isEmpty || (archive_entry_size_is_set(entry) != 0 && archive_entry_size(entry) == 0)
         while !empty {
             var block: UnsafeRawPointer?
             var length = 0
             var offset: la_int64_t = 0
-            let status = archive_read_data_block(reader.handle, &block, &length, &offset)
+            let status = archive_read_data_block(handle, &block, &length, &offset)
             if status == CMiniAppArchive_EOF() { break }
-            guard status == CMiniAppArchive_OK() else { throw .corrupt(reason: "\(file.name): \(reader.message)") }
+            guard status == CMiniAppArchive_OK() else { throw .corrupt(reason: "\(file.name): \(ArchiveExtractor.message(handle))") }
             guard offset == size else { throw .corrupt(reason: "\(file.name): its data has a gap") }
             guard length > 0, let block else { continue }
             size += Int64(length)

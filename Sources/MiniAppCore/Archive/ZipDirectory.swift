@@ -29,12 +29,17 @@ package struct ZipDirectory: Sendable {
         package var crc32: UInt32 = 0
         /// The DOS time (low half) and date (high half) of the entry.
         package var modified: UInt32 = 0
+        /// The flags of its local header (``read(_:maxEntries:)`` only).
+        package var localFlags: UInt16 = 0
 
         package var isEncrypted: Bool { flags & 1 != 0 || method == 99 }
     }
 
     /// The entries in the order of their local headers: the order libarchive returns them.
     package var entries: [Entry]
+    /// Where the central directory starts: each entry's bytes (local header, data, data descriptor)
+    /// end where the next one's start, or here.
+    package var directoryStart: UInt64 = 0
 
     /// The compression methods libarchive reads.
     package static let supportedMethods: Set<UInt16> = [0, 8, 12, 14, 93, 95, 98]
@@ -66,7 +71,9 @@ package struct ZipDirectory: Sendable {
             guard fields.uint32() == 0x0403_4B50 else {
                 throw .corrupt(reason: "entry \(entry.name) has no local header where the central directory says")
             }
-            fields.skip(22)
+            fields.skip(2)
+            entries[index].localFlags = fields.uint16()
+            fields.skip(18)
             let nameLength = UInt64(fields.uint16())
             let extraLength = UInt64(fields.uint16())
             let localName = try file.bytes(at: entry.localHeaderOffset + 30, count: nameLength)
@@ -81,7 +88,7 @@ package struct ZipDirectory: Sendable {
             previousEnd = dataEnd
             previousName = entry.name
         }
-        return ZipDirectory(entries: entries)
+        return ZipDirectory(entries: entries, directoryStart: end.directoryStart)
     }
 
     /// The entries of the zip at `path` as its central directory lists them, in the order of their local
