@@ -133,8 +133,26 @@ public struct ArchiveExtractor: Sendable {
     }
 }
 
+/// A libarchive reader, read entry by entry.
+private protocol LibarchiveReader: AnyObject {
+    var handle: OpaquePointer { get }
+}
+
+extension LibarchiveReader {
+    /// The next entry header, or `nil` at the end.
+    func next() throws(ArchiveError) -> OpaquePointer? {
+        var entry: OpaquePointer?
+        let status = archive_read_next_header(handle, &entry)
+        if status == CMiniAppArchive_EOF() { return nil }
+        guard status == CMiniAppArchive_OK(), let entry else { throw .corrupt(reason: message) }
+        return entry
+    }
+
+    var message: String { ArchiveExtractor.message(handle) }
+}
+
 /// One libarchive zip reader over a file, freed with the value.
-private final class ArchiveReader {
+private final class ArchiveReader: LibarchiveReader {
     package let handle: OpaquePointer
 
     package init(_ path: String, blockSize: Int) throws(ArchiveError) {
@@ -149,22 +167,11 @@ private final class ArchiveReader {
     deinit {
         archive_read_free(handle)
     }
-
-    /// The next entry header, or `nil` at the end.
-    package func next() throws(ArchiveError) -> OpaquePointer? {
-        var entry: OpaquePointer?
-        let status = archive_read_next_header(handle, &entry)
-        if status == CMiniAppArchive_EOF() { return nil }
-        guard status == CMiniAppArchive_OK(), let entry else { throw .corrupt(reason: message) }
-        return entry
-    }
-
-    package var message: String { ArchiveExtractor.message(handle) }
 }
 
 /// A streaming libarchive zip reader over one entry's bytes of an open archive (its local header, data
 /// and data descriptor): it reads no central directory and no other entry, and cannot read past them.
-private final class EntryReader {
+private final class EntryReader: LibarchiveReader {
     package let handle: OpaquePointer
     private let window: UnsafeMutablePointer<CMiniAppArchive_Window>
 
@@ -188,17 +195,6 @@ private final class EntryReader {
         archive_read_free(handle)
         window.deallocate()
     }
-
-    /// The entry's header, or `nil` when there is none.
-    package func next() throws(ArchiveError) -> OpaquePointer? {
-        var entry: OpaquePointer?
-        let status = archive_read_next_header(handle, &entry)
-        if status == CMiniAppArchive_EOF() { return nil }
-        guard status == CMiniAppArchive_OK(), let entry else { throw .corrupt(reason: message) }
-        return entry
-    }
-
-    package var message: String { ArchiveExtractor.message(handle) }
 }
 
 /// What the first pass learned: every name checked, the folders, and the files to write in archive order.
