@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs Benchmarks/StoreBench workers against each permission store, round by round: N processes at
 once (each toggling one permission of its own app and checking the launch gate in turn), and one process
-that only checks (idle). Pools the latencies of a phase's processes, takes medians over rounds, prints a
+that only checks (idle); then the N processes again, each paced at a fixed rate. Pools the latencies of a phase's processes, takes medians over rounds, prints a
 table and writes JSON (no raw latencies)."""
 import argparse
 import json
@@ -46,7 +46,7 @@ def wait_for_quiet(limit=120):
             break
     return round(time.monotonic() - started, 1)
 
-def run_phase(args, store, workers, checks_only, tag):
+def run_phase(args, store, workers, checks_only, tag, rate=0):
     """Starts `workers` processes together against `store` and returns the phase's pooled figures, with
     the shares of the machine that the workers, the cluster and everything else took while they ran."""
     waited = wait_for_quiet()
@@ -58,6 +58,8 @@ def run_phase(args, store, workers, checks_only, tag):
                    "--worker", str(worker), "--out", out, "--start-at", f"{start_at:.3f}"]
         if checks_only:
             command.append("--checks-only")
+        if rate:
+            command += ["--rate", str(rate)]
         processes.append((subprocess.Popen(command), out))
     # CPU over the measured seconds, less half a second at each end (the workers' connections live throughout).
     pids = {process.pid for process, _ in processes}
@@ -90,6 +92,7 @@ def run_phase(args, store, workers, checks_only, tag):
         "check_max_ms": percentile(checks, 1.0),
         "set_p50_ms": percentile(sets, 0.50), "set_p99_ms": percentile(sets, 0.99), "set_max_ms": percentile(sets, 1.0),
         "errors": errors, "wrong_decisions": sum(r["wrongDecisions"] for r in reports),
+        "rate_per_worker": rate, "late_iterations": sum(r.get("late", 0) for r in reports),
         "history_rows_missing": lost, "history_rows_extra": extra,
         # Shares of the machine (all cores) while the workers ran.
         "cpu": {"workers_share": round(mine / capacity, 3), "postgres_share": round(cluster / capacity, 3),
@@ -120,6 +123,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--rate", type=float, default=100, help="changes per second per writer in the paced phases")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     os.makedirs(os.path.join(args.work, "out"), exist_ok=True)
@@ -129,7 +133,9 @@ def main():
     settings["sqlite"] = "WAL, synchronous=NORMAL (GRDB's setting for WAL: commits are not fsynced, checkpoints are)"
     socket = f"postgres://{args.pg_user}@/%s?host={args.pg_socket_dir}&port={args.pg_port}"
     tcp = f"postgres://{args.pg_user}:{args.pg_password}@127.0.0.1:{args.pg_port}/%s?sslmode=disable"
-    # name, label, store kind, URL template or None for SQLite, synchronous_commit override, processes
+    # name, label, URL template or None for SQLite, synchronous_commit override, processes, changes per
+    # second per process (0: as fast as it can)
+    paced = f"{args.workers} x {args.rate:g}/s"
     phases = [
         ("sqlite-idle", "SQLite, idle", None, None, 0),
         ("sqlite", "SQLite", None, None, args.workers),
@@ -138,10 +144,14 @@ def main():
         ("pg-tcp-idle", "PostgreSQL TCP, idle", tcp, None, 0),
         ("pg-tcp", "PostgreSQL TCP", tcp, None, args.workers),
         ("pg-tcp-async", "PostgreSQL TCP, synchronous_commit=off", tcp, "off", args.workers),
+        ("sqlite-paced", f"SQLite, writers at {paced}", None, None, args.workers, args.rate),
+        ("pg-socket-paced", f"PostgreSQL socket, writers at {paced}", socket, None, args.workers, args.rate),
+        ("pg-tcp-paced", f"PostgreSQL TCP, writers at {paced}", tcp, None, args.workers, args.rate),
     ]
+    phases = [phase if len(phase) == 6 else (*phase, 0) for phase in phases]
     results = {name: {"label": label, "rounds": []} for name, label, *_ in phases}
     for round_index in range(1, args.rounds + 1):
-        for name, label, template, synchronous, workers in phases:
+        for name, label, template, synchronous, workers, rate in phases:
             # A phase during which other work took more than 10% of the machine is run again (twice at most).
             for attempt in range(1, 4):
                 tag = f"r{round_index}-{name}-{attempt}"
@@ -155,7 +165,7 @@ def main():
                     psql(args, "CHECKPOINT")
                     store = template % database
                 subprocess.run(["sync"], check=True)
-                figures = run_phase(args, store, max(1, workers), workers == 0, tag)
+                figures = run_phase(args, store, max(1, workers), workers == 0, tag, rate)
                 if figures["cpu"]["other_share"] <= 0.10:
                     break
                 print(f"round {round_index} {label}: other work took {figures['cpu']['other_share']:.0%} of the machine; again", flush=True)
@@ -193,6 +203,9 @@ def main():
         print(f"{result['label']:<42} {result['rounds'][0]['writers']:>7} {cell(m['changes_per_s'], 0) if m['changes_per_s'] else '':>10} "
               f"{cell(m['check_p50_ms'], 3):>9} {cell(m['check_p99_ms'], 3):>9} {cell(m['set_p50_ms']):>8} {cell(m['set_p99_ms']):>8} {result['errors']:>6}")
     for result in results.values():
+        late = sum(r.get("late_iterations", 0) for r in result["rounds"])
+        if late:
+            print(f"{result['label']}: {late} paced iterations started over 1 ms late (the writers fell behind)")
         if result["errors"] or result["wrong_decisions"] or result["history_rows_missing"] or result["history_rows_extra"] or result["rounds_with_other_work"]:
             print(f"{result['label']}: {result['errors']} errors, {result['wrong_decisions']} wrong gate answers, "
                   f"history rows {result['history_rows_missing']} missing and {result['history_rows_extra']} extra, "

@@ -1,9 +1,10 @@
 // One worker of Benchmarks/permissions: opens a permission store once, then for `--seconds` toggles one
 // permission of its app (`set`) and runs the launch gate's check (`launchDecision`, two required
-// permissions) in turn, timing each call; with --checks-only it only checks. Writes counts, errors and
-// the raw latencies (microseconds) as JSON.
+// permissions) in turn, timing each call; with --checks-only it only checks. With --rate R it starts one
+// change and its check every 1/R s instead of looping as fast as it can. Writes counts, errors and the raw
+// latencies (microseconds) as JSON.
 //   miniapp-store-bench --store <path|postgres://...> --app <id> --worker <k> --out <file.json>
-//                       [--seconds 10] [--start-at <unix time>] [--checks-only]
+//                       [--seconds 10] [--start-at <unix time>] [--checks-only] [--rate R]
 import Foundation
 import MiniAppCore
 import MiniAppPermissions
@@ -16,6 +17,8 @@ struct Options {
     var seconds = 10.0
     var startAt: Double?
     var checksOnly = false
+    /// Iterations per second; 0 loops as fast as it can.
+    var rate = 0.0
 }
 
 func parseOptions() -> Options {
@@ -34,11 +37,12 @@ func parseOptions() -> Options {
         case "--seconds": options.seconds = Double(value(argument)) ?? 0
         case "--start-at": options.startAt = Double(value(argument))
         case "--checks-only": options.checksOnly = true
+        case "--rate": options.rate = Double(value(argument)) ?? -1
         default: fail("unknown option \(argument)")
         }
     }
-    guard !options.store.isEmpty, !options.app.isEmpty, !options.out.isEmpty, options.seconds > 0 else {
-        fail("usage: miniapp-store-bench --store <path|url> --app <id> --worker <k> --out <file.json> [--seconds S] [--start-at T] [--checks-only]")
+    guard !options.store.isEmpty, !options.app.isEmpty, !options.out.isEmpty, options.seconds > 0, options.rate >= 0 else {
+        fail("usage: miniapp-store-bench --store <path|url> --app <id> --worker <k> --out <file.json> [--seconds S] [--start-at T] [--checks-only] [--rate R]")
     }
     return options
 }
@@ -58,9 +62,12 @@ struct Report: Encodable {
     var app: String
     var store: String
     var checksOnly: Bool
+    var rate: Double
     var seconds: Double
     var changes = 0
     var checks = 0
+    /// Paced iterations that started more than a millisecond after their time (the worker fell behind).
+    var late = 0
     /// Checks whose answer was not what this worker, the app's only writer, had just stored.
     var wrongDecisions = 0
     /// Errors by description.
@@ -96,7 +103,7 @@ if let startAt = options.startAt {
     if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
 }
 
-var report = Report(worker: options.worker, app: options.app, store: store.path, checksOnly: options.checksOnly, seconds: options.seconds)
+var report = Report(worker: options.worker, app: options.app, store: store.path, checksOnly: options.checksOnly, rate: options.rate, seconds: options.seconds)
 report.setMicros.reserveCapacity(options.checksOnly ? 0 : 100_000)
 report.checkMicros.reserveCapacity(options.checksOnly ? 1_000_000 : 100_000)
 let clock = ContinuousClock()
@@ -104,7 +111,18 @@ let started = clock.now
 let end = started + .milliseconds(Int64(options.seconds * 1000))
 var expected: Bool? = true   // what the gate should answer; unknown after a failed change
 var allowed = true
+var iteration = 0
 while clock.now < end {
+    if options.rate > 0 {
+        let due = started + .microseconds(Int64((Double(iteration) / options.rate * 1e6).rounded()))
+        iteration += 1
+        if due > clock.now {
+            try? await Task.sleep(until: due, clock: clock)
+        } else if clock.now - due > .milliseconds(1) {
+            report.late += 1
+        }
+        guard clock.now < end else { break }
+    }
     if !options.checksOnly {
         allowed.toggle()
         let before = clock.now
