@@ -137,7 +137,11 @@ func withInstaller<Result: Sendable>(
             if request.path == platform.zipPath { response.delay = .milliseconds(200) }
             return response
         }) { server in
-            let records = try await withInstaller(makeConfiguration(server, cache: cache)) { installer in
+            // The five that wait take their turns after the first install: under a loaded test run (every
+            // suite at once, a disk slow to sync) that can take longer than the usual 20 s.
+            var configuration = makeConfiguration(server, cache: cache)
+            configuration.lockTimeout = .seconds(180)
+            let records = try await withInstaller(configuration) { installer in
                 try await withThrowingTaskGroup(of: InstallRecord.self) { group in
                     for _ in 0..<6 { group.addTask { try await installer.download(appId: "app-hello", versionId: "ver-1").record } }
                     return try await group.reduce(into: []) { $0.append($1) }
