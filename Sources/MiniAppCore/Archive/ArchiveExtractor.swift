@@ -97,7 +97,7 @@ public struct ArchiveExtractor: Sendable {
         guard descriptor >= 0 else { throw Self.ioError(archivePath) }
         defer { close(descriptor) }
         let job = ExtractionJob(archivePath: archivePath, descriptor: descriptor, destination: destination, files: remaining, limits: limits, archiveSize: archiveSize, fileMode: fileMode, needsMode: !exact.contains(fileMode), unpacked: linkedBytes)
-        let declared = remaining.reduce(Int64(0)) { $0 + $1.declaredSize }
+        let declared = remaining.reduce(Int64(0)) { $0 + ($1.declaredSize ?? 0) }
         job.run(threads: declared < parallelMinimumBytes ? 1 : min(maxThreads, remaining.count))
         if let failure = job.firstFailure { throw failure }
         return try plan.result(
@@ -154,6 +154,10 @@ extension LibarchiveReader {
 /// One libarchive zip reader over a file, freed with the value.
 private final class ArchiveReader: LibarchiveReader {
     package let handle: OpaquePointer
+    /// The position of ``current`` among the entries (-1 before the first) and its header, for
+    /// ``entry(at:)``.
+    private var position = -1
+    private var current: OpaquePointer?
 
     package init(_ path: String, blockSize: Int) throws(ArchiveError) {
         guard let handle = archive_read_new() else { throw .corrupt(reason: "libarchive cannot allocate a reader") }
@@ -166,6 +170,16 @@ private final class ArchiveReader: LibarchiveReader {
 
     deinit {
         archive_read_free(handle)
+    }
+
+    /// The header of the entry at `ordinal`, reading forward to it (never back), or `nil` when the
+    /// archive ends first.
+    func entry(at ordinal: Int) throws(ArchiveError) -> OpaquePointer? {
+        while position < ordinal, current != nil || position < 0 {
+            current = try next()
+            position += 1
+        }
+        return position == ordinal ? current : nil
     }
 }
 
@@ -213,10 +227,8 @@ private struct ExtractionPlan {
         /// Where its bytes (local header, data, data descriptor) end: the next entry's local header, or
         /// the central directory.
         var end: UInt64
-        /// The size the archive declares for it (0 when it declares none).
-        var declaredSize: Int64
-        /// Whether the archive declares it empty.
-        var isEmpty: Bool
+        /// The size the archive declares for it, if it declares one.
+        var declaredSize: Int64?
         /// Whether a streaming reader of its bytes alone finds where its data ends: its local header
         /// gives the sizes, or it is deflated (a deflate stream ends by itself before its data
         /// descriptor). Other entries with a data descriptor are read by a reader of the whole archive,
@@ -297,13 +309,12 @@ private struct ExtractionPlan {
         if isDirectory {
             directories.append(path)
         } else {
-            let sizeIsSet = archive_entry_size_is_set(entry) != 0
-            let size = sizeIsSet ? max(archive_entry_size(entry), 0) : 0
+            let size = archive_entry_size_is_set(entry) != 0 ? max(archive_entry_size(entry), 0) : nil
             files.append(File(
                 ordinal: ordinal, name: name, archiveName: zip.archiveName, path: path, offset: zip.localHeaderOffset, end: end,
-                declaredSize: size, isEmpty: sizeIsSet && size == 0, streams: zip.localFlags & 0x08 == 0 || zip.method == 8
+                declaredSize: size, streams: zip.localFlags & 0x08 == 0 || zip.method == 8
             ))
-            declaredBytes += size
+            declaredBytes += size ?? 0
         }
     }
 
@@ -427,41 +438,33 @@ private final class ExtractionJob: @unchecked Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 128 * 1024, alignment: 16)
         defer { buffer.deallocate() }
         var whole: ArchiveReader?
-        var ordinal = -1
-        var current: OpaquePointer?
         while !stopped.load(ordering: .relaxed) {
             let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
             guard index < files.count else { return }
             let file = files[index]
             do throws(ArchiveError) {
-                let window: EntryReader?
+                let reader: any LibarchiveReader
                 let entry: OpaquePointer?
-                let handle: OpaquePointer
                 if file.streams {
                     // libarchive peeks 24 bytes for a data descriptor (the zip64 size) even when it is 16
                     // long: the window reaches that far into what follows, which it only peeks at.
-                    let reader = try EntryReader(descriptor: descriptor, from: file.offset, to: min(file.end + 24, UInt64(max(archiveSize, 0))), buffer: buffer)
-                    window = reader
-                    entry = try reader.next()
-                    handle = reader.handle
+                    let window = try EntryReader(descriptor: descriptor, from: file.offset, to: min(file.end + 24, UInt64(max(archiveSize, 0))), buffer: buffer)
+                    (reader, entry) = (window, try window.next())
                 } else {
-                    if whole == nil { whole = try ArchiveReader(archivePath, blockSize: 128 * 1024) }
-                    guard let reader = whole else { continue }
-                    while ordinal < file.ordinal, current != nil || ordinal < 0 {
-                        current = try reader.next()
-                        ordinal += 1
+                    let sequential: ArchiveReader
+                    if let whole {
+                        sequential = whole
+                    } else {
+                        sequential = try ArchiveReader(archivePath, blockSize: 128 * 1024)
+                        whole = sequential
                     }
-                    window = nil
-                    entry = ordinal == file.ordinal ? current : nil
-                    handle = reader.handle
+                    (reader, entry) = (sequential, try sequential.entry(at: file.ordinal))
                 }
                 guard let entry else { throw .corrupt(reason: "the archive ended before entry \(file.name)") }
                 guard let raw = archive_entry_pathname(entry), ZipDirectory.comparable(raw) == file.archiveName else {
                     throw .corrupt(reason: "the archive changed while it was read")
                 }
-                let record = try write(file, entry: entry, from: handle)
-                withExtendedLifetime(window) {}
-                records[index] = record
+                records[index] = try write(file, entry: entry, from: reader)
             } catch {
                 fail(index, error)
                 return
@@ -470,7 +473,7 @@ private final class ExtractionJob: @unchecked Sendable {
     }
 
     /// Writes one file's data, hashing it and counting its bytes against the limits.
-    private func write(_ file: ExtractionPlan.File, entry: OpaquePointer, from handle: OpaquePointer) throws(ArchiveError) -> BundleFile {
+    private func write(_ file: ExtractionPlan.File, entry: OpaquePointer, from reader: any LibarchiveReader) throws(ArchiveError) -> BundleFile {
         let target = destination + "/" + file.path
         let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, fileMode)
         guard descriptor >= 0 else {
@@ -483,14 +486,14 @@ private final class ExtractionJob: @unchecked Sendable {
         var size: Int64 = 0
         // An entry that declares no bytes has none to read: libarchive's LZMA reader fails on an empty
         // stream (bsdtar does not ask it either).
-        let empty = file.isEmpty || (archive_entry_size_is_set(entry) != 0 && archive_entry_size(entry) == 0)
+        let empty = file.declaredSize == 0
         while !empty {
             var block: UnsafeRawPointer?
             var length = 0
             var offset: la_int64_t = 0
-            let status = archive_read_data_block(handle, &block, &length, &offset)
+            let status = archive_read_data_block(reader.handle, &block, &length, &offset)
             if status == CMiniAppArchive_EOF() { break }
-            guard status == CMiniAppArchive_OK() else { throw .corrupt(reason: "\(file.name): \(ArchiveExtractor.message(handle))") }
+            guard status == CMiniAppArchive_OK() else { throw .corrupt(reason: "\(file.name): \(reader.message)") }
             guard offset == size else { throw .corrupt(reason: "\(file.name): its data has a gap") }
             guard length > 0, let block else { continue }
             size += Int64(length)

@@ -43,6 +43,13 @@ package struct ZipLayout: Sendable, Equatable {
     /// The zip's size in bytes.
     package var size: UInt64
 
+    /// Where the first entry with each key starts, among the entries before the central directory.
+    package var firstOffsets: [Key: UInt64] {
+        var offsets: [Key: UInt64] = [:]
+        for span in spans where span.end <= directoryStart { offsets[span.key] = offsets[span.key] ?? span.offset }
+        return offsets
+    }
+
     /// The layout of the zip file at `path`.
     package static func read(_ path: String, maxEntries: Int) throws(ArchiveError) -> ZipLayout {
         let file = try ZipFileReader(path)
@@ -128,8 +135,7 @@ package struct DeltaPlan: Sendable, Equatable {
     /// changed entries, the central directory up to `end`) is fetched. Fetches separated by a copy of at
     /// most `mergeGap` bytes become one fetch: a request costs more than a few bytes.
     package static func make(new: ZipLayout, old: ZipLayout, end: UInt64, mergeGap: UInt64 = 256) -> DeltaPlan {
-        var kept: [ZipLayout.Key: UInt64] = [:]
-        for span in old.spans where span.end <= old.directoryStart { kept[span.key] = kept[span.key] ?? span.offset }
+        let kept = old.firstOffsets
         var pieces: [Piece] = []
         func add(_ offset: UInt64, _ length: UInt64, _ source: UInt64?) {
             guard length > 0 else { return }

@@ -2,24 +2,21 @@ import Foundation
 
 /// Hashing whole files.
 package enum FileHashing {
-    /// The SHA-256 of the file at `path`, read through `buffer`, or `nil` when it cannot be read. A
-    /// symbolic link at `path` is not followed: this reads files of the cache.
-    package static func sha256(ofFileAt path: String, buffer: UnsafeMutableRawBufferPointer) -> [UInt8]? {
+    /// The SHA-256 of the file at `path`, read through `buffer`, or `nil` when it cannot be read or
+    /// `stop` says to give up (asked before each block). A symbolic link at `path` is not followed: this
+    /// reads files of the cache.
+    package static func sha256(ofFileAt path: String, buffer: UnsafeMutableRawBufferPointer, stop: () -> Bool = { false }) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        return sha256(of: descriptor, buffer: buffer)
+        return sha256(of: descriptor, buffer: buffer, stop: stop)
     }
 
-    /// The SHA-256 of the file at `path`, or `nil` when it cannot be read or `stop` says to give up
-    /// (asked between blocks of 1 MiB); a symbolic link there is not followed.
+    /// ``sha256(ofFileAt:buffer:stop:)`` through a buffer of 1 MiB of its own.
     package static func sha256(ofFileAt path: String, stop: () -> Bool = { false }) -> [UInt8]? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
-        return sha256(of: descriptor, buffer: buffer, stop: stop)
+        return sha256(ofFileAt: path, buffer: buffer, stop: stop)
     }
 
     private static func sha256(of descriptor: Int32, buffer: UnsafeMutableRawBufferPointer, stop: () -> Bool = { false }) -> [UInt8]? {

@@ -273,8 +273,7 @@ private final class DeltaRun: @unchecked Sendable {
     /// The entries that came with the zip's end (`tail`, from ``tailStart``) whose bytes equal an entry's
     /// of the kept zip with the same key: their local-header offsets, and where they start in the kept zip.
     private func equalInTail(new: ZipLayout, old: ZipLayout, tail: [UInt8]) async -> [UInt64: UInt64] {
-        var kept: [ZipLayout.Key: UInt64] = [:]
-        for span in old.spans where span.end <= old.directoryStart { kept[span.key] = kept[span.key] ?? span.offset }
+        let kept = old.firstOffsets
         let candidates = new.spans.compactMap { span -> (offset: UInt64, source: UInt64, length: Int)? in
             guard span.offset >= tailStart, span.end <= new.directoryStart, let source = kept[span.key] else { return nil }
             return (span.offset, source, Int(span.key.length))
