@@ -25,7 +25,10 @@ import Testing
     }
 
     @Test func aStoppedServerFailsClosedQuicklyAsUnreachable() async throws {
-        let port = LoopbackPort().port
+        // Held (bound, not listening) until the test ends: no server started meanwhile can take it.
+        let closed = LoopbackPort()
+        defer { withExtendedLifetime(closed) {} }
+        let port = closed.port
         let error = await #expect(throws: PermissionStoreError.self) {
             try await PermissionStore.open(try PermissionStoreLocation.parse("postgres://u:topsecret@127.0.0.1:\(port)/d?sslmode=disable"), timeouts: PermissionStoreTests.patient)
         }

@@ -143,7 +143,7 @@ import Testing
         // The README's one line: an export of the machine's SQLite store piped into PostgreSQL.
         let binary = CommandRunner.executable.path
         let line = "'\(binary)' permissions export --format store --cache-dir '\(work)/cache' | '\(binary)' permissions import - --permission-store '\(store["MINIAPP_PERMISSION_STORE"]!)'"
-        #expect(runTool("/bin/bash", ["-o", "pipefail", "-c", line]) == 0)
+        #expect(await runTool("/bin/bash", ["-o", "pipefail", "-c", line]) == 0)
         let source = try await run(["permissions", "export", "--format", "store"])
         let target = try await run(["permissions", "export", "--format", "store"], store)
         #expect(source.status == 0 && target.status == 0)
@@ -165,6 +165,7 @@ import Testing
         #expect(try await run(["download", "hello"]).status == 0)
         #expect(try await run(["permissions", "grant", "hello", "USER_NAME"]).status == 0, "allowed in the SQLite store, which must not be consulted")
         let closed = LoopbackPort()
+        defer { withExtendedLifetime(closed) {} }
         let stopped = ["MINIAPP_PERMISSION_STORE": "postgres://fleet:hunter2@127.0.0.1:\(closed.port)/perms?sslmode=disable"]
         for arguments in [["load", "hello", "--offline"], ["load", "hello"], ["permissions", "grant", "hello", "USER_NAME"], ["permissions", "list"], ["permissions", "show", "hello"]] {
             let result = try await run(arguments, stopped)
