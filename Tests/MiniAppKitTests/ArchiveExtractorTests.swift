@@ -300,11 +300,11 @@ import Testing
         }
     }
 
-    @Test func anEmptyFileCompressedWithLZMAExtractsAndAnUnreadableMethodIsNamed() throws {
+    @Test func anEmptyFileCompressedWithLZMAExtractsAndAnUnreadableMethodIsNamed() async throws {
         let directory = try TemporaryDirectory.make().path
         let zip = directory + "/lzma.zip"
         let script = "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_LZMA) as z:\n    z.writestr('index.html', '<html>')\n    z.writestr('empty.txt', '')\n    z.writestr('js/empty.js', '')"
-        #expect(runTool("/usr/bin/python3", ["-c", script, zip]) == 0)
+        #expect(await runTool("/usr/bin/python3", ["-c", script, zip]) == 0)
         let (result, destination) = try extract([UInt8](try Data(contentsOf: URL(fileURLWithPath: zip))))
         #expect(result.files.map(\.path) == ["empty.txt", "index.html", "js/empty.js"])
         #expect(result.files.first { $0.path == "empty.txt" }?.size == 0)

@@ -10,8 +10,15 @@ struct DownloadSinkTests {
         let path = try TemporaryDirectory.make().path + "/bundle.zip"
         let sink = try DownloadSink(path: path)
         let allocator = ByteBufferAllocator()
+        // Chunk n holds bytes (i + 31 n) mod 256: slices of one pattern, copied whole (a debug build
+        // makes byte-by-byte loops slow, and they would run on the pool every test shares).
+        let pattern = (0..<(65_536 + 256)).map { UInt8(truncatingIfNeeded: $0) }
+        func bytes(_ index: Int) -> ArraySlice<UInt8> {
+            let start = (index &* 31) & 0xFF
+            return pattern[start..<(start + 65_536)]
+        }
         func chunk(_ index: Int) -> ByteBuffer {
-            allocator.buffer(bytes: (0..<65_536).map { UInt8(truncatingIfNeeded: $0 &+ index &* 31) })
+            allocator.buffer(bytes: bytes(index))
         }
         // More than the writer may hold back, so that appending waits for it at least once.
         for index in 0..<40 { try await sink.append(chunk(index)) }
@@ -19,9 +26,8 @@ struct DownloadSinkTests {
         #expect(sink.received == 0)
         var expected: [UInt8] = []
         for index in 100..<(100 + 3 * DownloadSink.maxPendingBytes / 65_536) {
-            let next = chunk(index)
-            expected += next.readableBytesView
-            try await sink.append(next)
+            expected.append(contentsOf: bytes(index))
+            try await sink.append(chunk(index))
         }
         let file = try await sink.finish()
         #expect(file.size == Int64(expected.count))

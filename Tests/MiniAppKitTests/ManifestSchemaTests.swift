@@ -9,7 +9,7 @@ import Testing
     let manifests = repositoryRoot.appendingPathComponent("Manifests")
 
     /// Which example files the JSON Schema accepts, by path, checked by Python's jsonschema.
-    func schemaVerdicts(_ files: [String]) throws -> [String: Bool] {
+    func schemaVerdicts(_ files: [String]) async throws -> [String: Bool] {
         let script = """
             import json, sys, jsonschema
             schema = json.load(open(sys.argv[1]))
@@ -25,16 +25,12 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = ["-c", script, manifests.appendingPathComponent("schema/manifest.schema.json").path] + files
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let output = Data(try await process.output().utf8)
         #expect(process.terminationStatus == 0, "python3 with jsonschema is needed (scripts/bootstrap installs python3-jsonschema)")
         return try JSONDecoder().decode([String: Bool].self, from: output)
     }
 
-    @Test func parserAndSchemaAgreeOnEveryExample() throws {
+    @Test func parserAndSchemaAgreeOnEveryExample() async throws {
         var expected: [String: Bool] = [:]
         for (folder, valid) in [("good", true), ("bad", false)] {
             let directory = manifests.appendingPathComponent("examples/" + folder)
@@ -44,7 +40,7 @@ import Testing
         }
         #expect(expected.values.filter { $0 }.count >= 4)
         #expect(expected.values.filter { !$0 }.count >= 8)
-        let schema = try schemaVerdicts(expected.keys.sorted())
+        let schema = try await schemaVerdicts(expected.keys.sorted())
         for (path, valid) in expected {
             let parsed = (try? JSONDecoder().decode(BundleManifest.self, from: Data(contentsOf: URL(fileURLWithPath: path)))) != nil
             #expect(parsed == valid, "parser on \(path)")
@@ -52,11 +48,11 @@ import Testing
         }
     }
 
-    @Test func demoManifestsAreValid() throws {
+    @Test func demoManifestsAreValid() async throws {
         let sources = manifests.appendingPathComponent("demo/sources")
         let files = try FileManager.default.contentsOfDirectory(atPath: sources.path).map { sources.appendingPathComponent("\($0)/manifest.json").path }
         #expect(files.count == 3)
-        #expect(try schemaVerdicts(files).values.allSatisfy { $0 })
+        #expect(try await schemaVerdicts(files).values.allSatisfy { $0 })
         for file in files { _ = try JSONDecoder().decode(BundleManifest.self, from: Data(contentsOf: URL(fileURLWithPath: file))) }
     }
 

@@ -8,9 +8,11 @@ import Testing
 
 /// Fast retries so that failure tests end quickly; a budget that a loaded machine does not run out of
 /// (these tests count attempts, not seconds).
+/// Quick retries, and patient timeouts: the whole suite runs at once on two cores, where an answer can
+/// wait seconds for a thread (tests of timeouts and budgets set their own).
 let fastNetwork = NetworkSettings(
-    connectTimeout: .seconds(5), readTimeout: .seconds(5),
-    retry: RetryPolicy(maxAttempts: 4, initialDelay: .milliseconds(10), maxDelay: .milliseconds(40), totalBudget: .seconds(60), maxRetryAfter: .seconds(2))
+    connectTimeout: .seconds(30), readTimeout: .seconds(30),
+    retry: RetryPolicy(maxAttempts: 4, initialDelay: .milliseconds(10), maxDelay: .milliseconds(40), totalBudget: .seconds(180), maxRetryAfter: .seconds(2))
 )
 
 let sampleMetadata = #"""

@@ -55,7 +55,7 @@ import Testing
         #expect(throws: SignatureError.self) { try PublicKey(ecKey: ecKey) }
     }
 
-    @Test func stockOpenSSLAgreesBothWays() throws {
+    @Test func stockOpenSSLAgreesBothWays() async throws {
         let directory = try TemporaryDirectory.make()
         let zip = Array("pretend this is a zip".utf8)
         let sha = SHA256Digest.hash(zip)
@@ -65,17 +65,17 @@ import Testing
 
         let ours = try BundleSignature.sign(versionId: "v9", sha256: sha, with: key)
         try Data(base64Encoded: ours)!.write(to: directory.appendingPathComponent("sig.der"))
-        #expect(runTool("/usr/bin/openssl", ["dgst", "-sha256", "-verify", "pub.pem", "-signature", "sig.der", "msg"], in: directory) == 0)
+        #expect(await runTool("/usr/bin/openssl", ["dgst", "-sha256", "-verify", "pub.pem", "-signature", "sig.der", "msg"], in: directory) == 0)
 
-        #expect(runTool("/usr/bin/openssl", ["dgst", "-sha256", "-sign", "key.pem", "-out", "theirs.der", "msg"], in: directory) == 0)
+        #expect(await runTool("/usr/bin/openssl", ["dgst", "-sha256", "-sign", "key.pem", "-out", "theirs.der", "msg"], in: directory) == 0)
         let theirs = try Data(contentsOf: directory.appendingPathComponent("theirs.der")).base64EncodedString()
         try BundleSignature.verify(theirs, versionId: "v9", sha256: sha, key: key.publicKey, keyId: nil)
     }
 
-    @Test func keysOnOtherCurvesAreRefused() throws {
+    @Test func keysOnOtherCurvesAreRefused() async throws {
         let directory = try TemporaryDirectory.make()
-        runTool("/usr/bin/openssl", ["ecparam", "-name", "secp384r1", "-genkey", "-noout", "-out", "k.pem"], in: directory)
-        runTool("/usr/bin/openssl", ["ec", "-in", "k.pem", "-pubout", "-out", "p.pem"], in: directory)
+        await runTool("/usr/bin/openssl", ["ecparam", "-name", "secp384r1", "-genkey", "-noout", "-out", "k.pem"], in: directory)
+        await runTool("/usr/bin/openssl", ["ec", "-in", "k.pem", "-pubout", "-out", "p.pem"], in: directory)
         let pem = try String(contentsOf: directory.appendingPathComponent("p.pem"), encoding: .utf8)
         #expect(throws: SignatureError.self) { try PublicKey(pem: pem) }
     }

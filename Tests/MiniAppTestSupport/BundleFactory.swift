@@ -28,7 +28,7 @@ public enum BundleFactory {
         for (path, text) in files {
             let full = root + "/" + path
             try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try text.write(toFile: full, atomically: false, encoding: .utf8)
+            try writeTestFile(full, Array(text.utf8))
         }
         return root
     }
@@ -51,15 +51,36 @@ public enum BundleFactory {
     /// update. Each version after the first changes `changed` of them, scattered.
     public static func updateFiles(version: Int, changed: Int = 3) -> [String: String] {
         var files = helloFiles
-        var generator = SeededGenerator(seed: 7)
         let stride = 120 / max(changed, 1)
-        for index in 0..<120 {
-            var text = (0..<16384).map { _ in Character(Unicode.Scalar(UInt8.random(in: 33...126, using: &generator))) }
-            if version > 1, index % stride == 5 % stride, index / stride < changed { text[0] = "#" }
-            files["assets/part-\(index).js"] = String(text)
+        for (index, part) in updateParts.enumerated() {
+            var bytes = part
+            if version > 1, index % stride == 5 % stride, index / stride < changed { bytes[0] = UInt8(ascii: "#") }
+            files["assets/part-\(index).js"] = String(decoding: bytes, as: UTF8.self)
         }
         return files
     }
+
+    /// The 120 files of ``updateFiles(version:changed:)``: printable ASCII from a seeded generator, made
+    /// once (tests build from them often, on Swift's cooperative pool, in debug builds).
+    private static let updateParts: [[UInt8]] = {
+        var generator = SeededGenerator(seed: 7)
+        return (0..<120).map { _ in
+            var part = [UInt8](repeating: 0, count: 16384)
+            part.withUnsafeMutableBufferPointer { buffer in
+                var index = 0
+                while index < buffer.count {
+                    // 94 printable characters; 94^8 < 2^64, so one draw gives eight of them.
+                    var word = generator.next()
+                    for _ in 0..<8 where index < buffer.count {
+                        buffer[index] = 33 + UInt8(word % 94)
+                        word /= 94
+                        index += 1
+                    }
+                }
+            }
+            return part
+        }
+    }()
 
     /// A deflated zip with one file of `size` zero bytes: a compression bomb.
     public static func zeroBomb(size: Int, name: String = "index.html") throws -> [UInt8] {

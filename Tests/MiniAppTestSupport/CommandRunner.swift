@@ -35,7 +35,7 @@ public enum CommandRunner {
     /// Whether tests can run `miniapp` as another user (nobody, 65534), for which file modes hold: the
     /// tests run as root, setpriv exists, and that user can reach and run the built executable.
     public static let canRunAsAnotherUser: Bool = getuid() == 0
-        && runTool("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", executable.path, "--version"]) == 0
+        && runToolBlocking("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", executable.path, "--version"]) == 0
 
     /// Runs `miniapp` with `arguments` and an environment holding only `environment` plus PATH,
     /// with HOME in a fresh temporary folder unless given; as user and group `user` when given
@@ -113,7 +113,13 @@ public enum CommandRunner {
 
 /// Runs a stock tool with its output discarded and returns its exit status, or -1 when it cannot start.
 @discardableResult
-public func runTool(_ path: String, _ arguments: [String], in directory: URL? = nil) -> Int32 {
+public func runTool(_ path: String, _ arguments: [String], in directory: URL? = nil) async -> Int32 {
+    await offPool { runToolBlocking(path, arguments, in: directory) }
+}
+
+/// ``runTool(_:_:in:)`` on the caller's thread, for the rare caller that cannot await (a static, a `defer`).
+@discardableResult
+public func runToolBlocking(_ path: String, _ arguments: [String], in directory: URL? = nil) -> Int32 {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
@@ -123,6 +129,50 @@ public func runTool(_ path: String, _ arguments: [String], in directory: URL? = 
     guard (try? process.run()) != nil else { return -1 }
     process.waitUntilExit()
     return process.terminationStatus
+}
+
+/// Runs `work` on a thread of its own and returns what it returned. Blocking work (waiting for a
+/// process, reading a pipe, reading or searching big files, sleeping) must not hold one of the threads
+/// of Swift's cooperative pool: there are as many as cores (two here), every test's awaits resume on
+/// them, and tests of timeouts and retry budgets fail when those resumptions wait.
+public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
+/// ``offPool(_:)`` for work that cannot throw.
+public func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: work()) }.start()
+    }
+}
+
+extension Process {
+    /// Waits, off Swift's cooperative pool, for the started process to exit; returns its status.
+    @discardableResult
+    public func exited() async -> Int32 {
+        let process = self
+        return await offPool {
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
+
+    /// Starts the process with its stdout (and stderr, when `mergeErrors`) in a pipe, and returns what it
+    /// printed once it exits; the reading and the waiting happen off Swift's cooperative pool.
+    public func output(mergeErrors: Bool = false) async throws -> String {
+        let pipe = Pipe()
+        standardOutput = pipe
+        if mergeErrors { standardError = pipe }
+        try run()
+        let process = self
+        return await offPool {
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
 }
 
 /// Fresh temporary folders for tests.
@@ -137,3 +187,21 @@ public enum TemporaryDirectory {
 
 /// The repository's root, found from this file.
 public let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// Writes `bytes` to the file at `path`, created or truncated, without syncing it to the disk:
+/// Foundation's writes fsync every file, which on a busy disk keeps Swift's cooperative threads (and
+/// so every other test) waiting.
+public func writeTestFile(_ path: String, _ bytes: [UInt8]) throws {
+    let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    defer { close(descriptor) }
+    try bytes.withUnsafeBytes { buffer in
+        var written = 0
+        while written < buffer.count {
+            let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            written += count
+        }
+    }
+}

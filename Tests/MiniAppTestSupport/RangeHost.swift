@@ -75,7 +75,7 @@ public final class RangeHost: Sendable {
             if let range = request.header("Range") { state.ranges.append(range) }
             return (state.mode, state.requests)
         }
-        let etag = mode == .changingETag && count > 1 ? "\"changed-\(count)\"" : "\"\(blob.count)-\(CRC32.checksum(blob))\""
+        let etag = mode == .changingETag && count > 1 ? "\"changed-\(count)\"" : entityTag(blob)
         var headers = [("ETag", etag), ("Accept-Ranges", mode == .none ? "none" : "bytes")]
         let whole = StubResponse(status: 200, headers: headers + [("Content-Type", "application/zip")], body: blob)
         guard mode != .none, let value = request.header("Range"), let ranges = Self.ranges(value, size: blob.count) else { return whole }

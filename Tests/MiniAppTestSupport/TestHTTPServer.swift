@@ -103,7 +103,7 @@ public final class TestHTTPServer: Sendable {
     public static func start(_ handler: @escaping Handler) async throws -> TestHTTPServer {
         let recorded = NIOLockedValueBox<[RecordedRequest]>([])
         let connections = NIOLockedValueBox<[any Channel]>([])
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: serverLoops)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 connections.withLockedValue { $0.append(channel) }
@@ -123,6 +123,11 @@ public final class TestHTTPServer: Sendable {
         for connection in connections.withLockedValue({ $0 }) { try? await connection.close() }
     }
 }
+
+/// The event loops of every test server: not NIO's shared ones, on which the clients under test run.
+/// A debug build moves a big body through NIO slowly; a client's small request queued on the same
+/// loop behind another test's zip would wait seconds and time out.
+private let serverLoops = MultiThreadedEventLoopGroup(numberOfThreads: 4)
 
 /// Runs the server's handlers on a queue of their own.
 private final class ServerExecutor: TaskExecutor {

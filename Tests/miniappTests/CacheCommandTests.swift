@@ -87,12 +87,8 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
             process.arguments = ["-qec", command, "/dev/null"]
-            let pipe = Pipe()
-            process.standardOutput = pipe
             process.standardInput = FileHandle.nullDevice
-            try process.run()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
+            let output = try await process.output()
             #expect(process.terminationStatus == 0, "output: \(output)")
             #expect(output.contains("app-hello ["), "a bar is drawn")
             #expect(output.contains("100%"))
@@ -174,7 +170,7 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
             let scratch = (try? FileManager.default.contentsOfDirectory(atPath: cache + "/tmp")) ?? []
             #expect(!scratch.isEmpty, "the download was under way when killed")
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            await process.exited()
             #expect(process.terminationReason == .uncaughtSignal)
             #expect(CacheSnapshot(cache).files.isEmpty, "nothing half-installed is visible")
 
@@ -243,7 +239,7 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
             printf '%s%s' v-7 "$(sha256sum app.zip | cut -c1-64)" > msg
             openssl dgst -sha256 -sign key.pem msg | base64 -w0 > sig
             """
-        #expect(runTool("/bin/sh", ["-c", shell]) == 0)
+        #expect(await runTool("/bin/sh", ["-c", shell]) == 0)
         let signature = try String(contentsOf: directory.appendingPathComponent("sig"), encoding: .utf8)
         let environment = ["MINIAPP_CACHE_DIR": cache]
         let pub = directory.appendingPathComponent("pub.pem").path
@@ -270,7 +266,7 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
         try Data(try BundleFactory.zip(BundleFactory.helloFiles)).write(to: zip)
         // umask 077 would make 0600 files and 0700 folders of whatever is created without a chmod.
         let shell = "umask 077; MINIAPP_CACHE_DIR='\(cache)' exec '\(CommandRunner.executable.path)' install '\(zip.path)' --app-id app-m --version-id v-1 --signature-policy advisory --quiet"
-        #expect(runTool("/bin/sh", ["-c", shell]) == 0)
+        #expect(await runTool("/bin/sh", ["-c", shell]) == 0)
         let listed = try await CommandRunner.run(["cache", "list", "--json"], environment: ["MINIAPP_CACHE_DIR": cache])
         let records = try #require(try listed.json() as? [[String: Any]])
         let bundle = try #require(records.first?["path"] as? String)

@@ -12,7 +12,7 @@ import Testing
         let process = Process()
         let url: String
 
-        init(cache: String) throws {
+        init(cache: String) async throws {
             let binary = CommandRunner.executable.deletingLastPathComponent().appendingPathComponent("miniapp-host")
             process.executableURL = binary
             process.environment = [
@@ -23,11 +23,15 @@ import Testing
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
-            var line = ""
-            while !line.hasSuffix("\n") {
-                let byte = output.fileHandleForReading.readData(ofLength: 1)
-                guard !byte.isEmpty else { break }
-                line += String(decoding: byte, as: UTF8.self)
+            // The first line names the URL; reading waits for the host to start, off the pool.
+            let line = await offPool {
+                var line = ""
+                while !line.hasSuffix("\n") {
+                    let byte = output.fileHandleForReading.readData(ofLength: 1)
+                    guard !byte.isEmpty else { break }
+                    line += String(decoding: byte, as: UTF8.self)
+                }
+                return line
             }
             guard let found = line.split(separator: " ").last.map({ String($0.dropLast()) }), found.hasPrefix("http://") else {
                 process.terminate()
@@ -53,7 +57,7 @@ import Testing
     }
 
     @Test func listsInstallsGatesServesAndAnswersTheBridge() async throws {
-        let host = try RunningHost(cache: cache)
+        let host = try await RunningHost(cache: cache)
         defer { host.stop() }
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         do {

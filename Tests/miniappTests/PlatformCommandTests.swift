@@ -6,7 +6,7 @@ import Testing
 func fastConfigFile() throws -> String {
     let file = try TemporaryDirectory.make().appendingPathComponent("config.json").path
     let text = #"{"retry": {"maxAttempts": 3, "initialDelayMs": 10, "maxDelayMs": 20, "budgetSeconds": 10, "maxRetryAfterSeconds": 2}, "timeouts": {"readSeconds": 2}}"#
-    try text.write(toFile: file, atomically: true, encoding: .utf8)
+    try writeTestFile(file, Array(text.utf8))
     return file
 }
 

@@ -81,7 +81,7 @@ func fetch(_ url: URL, headers: [String: String] = [:]) async throws -> (Int, [S
         try Data(base64Encoded: signature)!.write(to: URL(fileURLWithPath: work + "/sig.der"))
         let digest = SHA256Digest.hash([UInt8](try Data(contentsOf: URL(fileURLWithPath: zip)))).hexString
         try Data(("v-42" + digest).utf8).write(to: URL(fileURLWithPath: work + "/msg"))
-        #expect(runTool("/usr/bin/openssl", ["dgst", "-sha256", "-verify", work + "/k.pub.pem", "-signature", work + "/sig.der", work + "/msg"]) == 0)
+        #expect(await runTool("/usr/bin/openssl", ["dgst", "-sha256", "-verify", work + "/k.pub.pem", "-signature", work + "/sig.der", work + "/msg"]) == 0)
     }
 
     @Test func publishedVersionsInstallFromTheDirectoryAndOverServe() async throws {
@@ -109,7 +109,7 @@ func fetch(_ url: URL, headers: [String: String] = [:]) async throws -> (Int, [S
         wrongKey["MINIAPP_SUBSCRIPTION_KEY"] = "wrong"
         expectFailure(try await CommandRunner.run(["list"], environment: wrongKey), status: 77)
         server.interrupt()
-        server.waitUntilExit()
+        await server.exited()
         #expect(server.terminationStatus == 0, "SIGINT stops serve gracefully")
     }
 
@@ -174,7 +174,7 @@ func fetch(_ url: URL, headers: [String: String] = [:]) async throws -> (Int, [S
         let (unknown, _, _) = try await fetch(url.appendingPathComponent("host/proj-9/miniapp/hello/version/nope/manifest"))
         #expect(unknown == 404)
         server.terminate()
-        server.waitUntilExit()
+        await server.exited()
         #expect(try String(contentsOf: log, encoding: .utf8).contains("GET /keys/\(keyId) 200"))
     }
 

@@ -8,18 +8,20 @@ import Testing
 let canMountTmpfs: Bool = {
     guard getuid() == 0, let directory = try? TemporaryDirectory.make() else { return false }
     defer { try? FileManager.default.removeItem(at: directory) }
-    guard runTool("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", directory.path]) == 0 else { return false }
-    return runTool("/bin/umount", [directory.path]) == 0
+    guard runToolBlocking("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", directory.path]) == 0 else { return false }
+    return runToolBlocking("/bin/umount", [directory.path]) == 0
 }()
 
 /// Printable text that barely compresses, so that zips are nearly as large as what they hold.
 func noise(_ count: Int, seed: UInt64) -> String {
     var state = seed
-    var bytes = [UInt8]()
-    bytes.reserveCapacity(count)
-    while bytes.count < count {
-        state = state &* 6364136223846793005 &+ 1442695040888963407
-        bytes.append(0x21 + UInt8(truncatingIfNeeded: state >> 33) % 94)
+    // Through a buffer pointer: Array.append byte by byte is slow in a debug build.
+    let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        for index in 0..<count {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            buffer[index] = 0x21 + UInt8(truncatingIfNeeded: state >> 33) % 94
+        }
+        initialized = count
     }
     return String(decoding: bytes, as: UTF8.self)
 }
@@ -31,8 +33,8 @@ func noise(_ count: Int, seed: UInt64) -> String {
     func aFullDiskIsALocalIOErrorAndTheCacheStaysIntact(payload: Int) async throws {
         let cache = work + "/small"
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
-        #expect(runTool("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", cache]) == 0)
-        defer { runTool("/bin/umount", [cache]) }
+        #expect(await runTool("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", cache]) == 0)
+        defer { runToolBlocking("/bin/umount", [cache]) }
         let app = try ServedApp(files: BundleFactory.helloFiles.merging(["big.txt": noise(payload, seed: 7)]) { $1 })
         try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
             let before = CacheSnapshot(cache)
@@ -74,7 +76,7 @@ func noise(_ count: Int, seed: UInt64) -> String {
                 ])
                 try await Task.sleep(for: .milliseconds(delay))
                 kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                await process.exited()
                 // Whatever is visible as installed is complete and intact.
                 let view = BundleCache(root: cache, namespace: CacheNamespace(platform: .remote(server.baseURL), projectId: "proj-1"))
                 for record in view.records() {

@@ -331,7 +331,7 @@ func freePort() throws -> Int {
         } else {
             #expect(process.terminationStatus == 0)
         }
-        process.waitUntilExit()
+        await process.exited()
     }
 
     @Test func connectionsBeyondTheLimitWaitUntilOthersLeave() async throws {
