@@ -111,6 +111,8 @@ let package = Package(
         ),
         // The permission store benchmark's worker (Benchmarks/permissions).
         .executableTarget(name: "miniapp-store-bench", dependencies: ["MiniAppPermissions"], path: "Benchmarks/StoreBench"),
+        // The time-zone benchmark's worker (Benchmarks/tz): extraction alone, with TZ unset and set.
+        .executableTarget(name: "miniapp-extract-bench", dependencies: ["MiniAppCore"], path: "Benchmarks/ExtractBench"),
         .target(
             name: "MiniAppTestSupport",
             dependencies: [
