@@ -1,3 +1,4 @@
+import CMiniAppArchive
 import Foundation
 import MiniAppTestSupport
 import Testing
@@ -348,5 +349,100 @@ import Testing
         var huge = ExtractionLimits()
         huge.maxEntries = .max
         #expect(try extract(zip, limits: huge).0.files.map(\.path) == ["index.html"])
+    }
+}
+
+/// The extraction plan takes each entry's type from the central directory, and libarchive reads only
+/// the files' data (each header it reads costs a `mktime()`): for every archive of the zip corpus and
+/// for zips made here, the types are the ones libarchive's reader of the whole archive gives, entry
+/// for entry, as far as it reads them.
+@Suite struct EntryTypeTests {
+    static let corpus = repositoryRoot.appendingPathComponent("Tests/ZipCorpus").path
+    static let archives: [String] = ((FileManager.default.enumerator(atPath: corpus)?.allObjects as? [String]) ?? [])
+        .filter { $0.hasSuffix(".zip") || $0.hasSuffix(".zipx") || $0.hasSuffix(".jar") || !$0.contains(".") }
+        .filter { path in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: corpus + "/" + path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        }
+        .sorted()
+
+    /// The entries libarchive's seekable reader gives, `(name, type)`, until the first it cannot read.
+    static func libarchiveTypes(_ path: String) -> [(name: [UInt8], type: UInt32)] {
+        let handle = archive_read_new()
+        defer { archive_read_free(handle) }
+        archive_read_support_format_zip_seekable(handle)
+        guard archive_read_open_filename(handle, path, 4096) == CMiniAppArchive_OK() else { return [] }
+        var found: [(name: [UInt8], type: UInt32)] = []
+        var entry: OpaquePointer?
+        while archive_read_next_header(handle, &entry) == CMiniAppArchive_OK(), let entry, let name = archive_entry_pathname(entry) {
+            found.append((ZipDirectory.comparable(name), archive_entry_filetype(entry) & CMiniAppArchive_AE_IFMT()))
+        }
+        return found
+    }
+
+    /// How many entries of the zip at `path` were compared, and every difference.
+    static func compare(_ path: String, label: String) -> (compared: Int, differences: [String]) {
+        guard let directory = try? ZipDirectory.read(path, maxEntries: 100_000) else { return (0, []) }
+        let theirs = libarchiveTypes(path)
+        var compared = 0
+        var differences: [String] = []
+        for (ours, their) in zip(directory.entries, theirs) {
+            guard ours.archiveName == their.name else {
+                differences.append("\(label): libarchive's entries are not the central directory's at \(ours.name)")
+                break
+            }
+            if ours.fileType != their.type {
+                differences.append("\(label): \(ours.name) is \(String(ours.fileType, radix: 8)) here, \(String(their.type, radix: 8)) for libarchive")
+            }
+            compared += 1
+        }
+        return (compared, differences)
+    }
+
+    @Test func everyCorpusArchiveGetsLibarchivesTypes() async {
+        let archives = Self.archives
+        #expect(archives.count > 100)
+        // Reading a hundred archives is blocking work: off the pool every test shares.
+        let results = await offPool { archives.map { Self.compare(Self.corpus + "/" + $0, label: $0) } }
+        #expect(results.flatMap(\.differences) == [])
+        #expect(results.map(\.compared).reduce(0, +) > 500, "the corpus's entries were compared")
+    }
+
+    @Test func unixAndDOSAttributesAndTrailingSlashesGetLibarchivesTypes() throws {
+        // Python's zipfile writes the attributes it is given: a Unix mode (made by 3), DOS attributes
+        // (made by 0), and names with and without a trailing slash, against those attributes.
+        let directory = try TemporaryDirectory.make().path
+        let zip = directory + "/types.zip"
+        let script = """
+            import sys, zipfile
+            def add(z, name, system, attributes, data=b"x"):
+                info = zipfile.ZipInfo(name)
+                info.create_system = system
+                info.external_attr = attributes
+                z.writestr(info, data)
+            with zipfile.ZipFile(sys.argv[1], "w") as z:
+                add(z, "index.html", 3, (0o100644 << 16))
+                add(z, "unix-dir/", 3, (0o040755 << 16), b"")
+                add(z, "unix-dir-no-slash", 3, (0o040755 << 16), b"")
+                add(z, "link", 3, (0o120777 << 16), b"index.html")
+                add(z, "link-with-slash/", 3, (0o120777 << 16), b"")
+                add(z, "fifo", 3, (0o010644 << 16), b"")
+                add(z, "char-device", 3, (0o020644 << 16), b"")
+                add(z, "block-device", 3, (0o060644 << 16), b"")
+                add(z, "socket", 3, (0o140644 << 16), b"")
+                add(z, "dir-and-link", 3, (0o160777 << 16), b"")
+                add(z, "no-type", 3, (0o644 << 16))
+                add(z, "dos-file", 0, 0x20)
+                add(z, "dos-dir", 0, 0x10, b"")
+                add(z, "dos-dir-slash/", 0, 0x10, b"")
+                add(z, "dos-readonly", 0, 0x01)
+                add(z, "ntfs", 11, 0x10)
+                add(z, "mac", 7, 0)
+                add(z, "file-with-slash/", 3, (0o100644 << 16), b"")
+            """
+        #expect(runToolBlocking("/usr/bin/python3", ["-c", script, zip]) == 0)
+        let (compared, differences) = Self.compare(zip, label: "types.zip")
+        #expect(differences == [])
+        #expect(compared == 18)
     }
 }

@@ -244,26 +244,19 @@ private struct ExtractionPlan {
     package var entryCount = 0
     package var declaredBytes: Int64 = 0
 
-    /// The central directory is read first (``ZipDirectory``): its names are the ones installed, and
-    /// libarchive's entries, which come in local-header order, must match it one for one.
+    /// The plan comes from the central directory alone (``ZipDirectory``, which also checks each local
+    /// header against it): its names are the ones installed and its attributes give each entry's type
+    /// as libarchive reads them. libarchive reads only the files' data, each through a reader of that
+    /// entry's bytes, which checks the local header's name again: every header libarchive reads costs
+    /// a `mktime()`, which with `TZ` unset checks `/etc/localtime` each time.
     package static func scan(_ archivePath: String, limits: ExtractionLimits) throws(ArchiveError) -> ExtractionPlan {
         // Dropped entries (Finder's) do not count against maxEntries; this bounds them all the same.
         let cap = limits.maxEntries > (Int.max - 1024) / 4 ? Int.max : max(limits.maxEntries, 0) * 4 + 1024
         let directory = try ZipDirectory.read(archivePath, maxEntries: cap)
-        let reader = try ArchiveReader(archivePath, blockSize: 4 * 1024)
         var plan = ExtractionPlan()
-        var ordinal = 0
-        while let entry = try reader.next() {
-            guard ordinal < directory.entries.count, let raw = archive_entry_pathname(entry),
-                  ZipDirectory.comparable(raw) == directory.entries[ordinal].archiveName else {
-                throw .inconsistentEntry(entry: ordinal < directory.entries.count ? directory.entries[ordinal].name : "#\(ordinal + 1)", reason: "is not where the central directory lists it")
-            }
+        for (ordinal, entry) in directory.entries.enumerated() {
             let end = ordinal + 1 < directory.entries.count ? directory.entries[ordinal + 1].localHeaderOffset : directory.directoryStart
-            try plan.add(entry, zip: directory.entries[ordinal], end: end, ordinal: ordinal, limits: limits)
-            ordinal += 1
-        }
-        guard ordinal == directory.entries.count else {
-            throw .inconsistentEntry(entry: directory.entries[ordinal].name, reason: "is listed in the central directory but cannot be read")
+            try plan.add(entry, end: end, ordinal: ordinal, limits: limits)
         }
         guard plan.entryCount > 0 else { throw .corrupt(reason: "the archive holds nothing but macOS metadata") }
         return plan
@@ -277,20 +270,18 @@ private struct ExtractionPlan {
         return !isDirectory && (last.hasPrefix("._") || last == ".DS_Store")
     }
 
-    package mutating func add(_ entry: OpaquePointer, zip: ZipDirectory.Entry, end: UInt64, ordinal: Int, limits: ExtractionLimits) throws(ArchiveError) {
+    package mutating func add(_ zip: ZipDirectory.Entry, end: UInt64, ordinal: Int, limits: ExtractionLimits) throws(ArchiveError) {
         let name = zip.name
         let path = try ArchivePath.path(of: name)
 
-        let type = archive_entry_filetype(entry) & CMiniAppArchive_AE_IFMT()
-        if archive_entry_hardlink(entry) != nil { throw .unsupportedEntry(entry: name, kind: "hard link") }
-        if archive_entry_symlink(entry) != nil || type == CMiniAppArchive_AE_IFLNK() { throw .unsupportedEntry(entry: name, kind: "symbolic link") }
+        let type = zip.fileType
         let isDirectory: Bool
         switch type {
         case CMiniAppArchive_AE_IFREG(): isDirectory = false
         case CMiniAppArchive_AE_IFDIR(): isDirectory = true
         default: throw .unsupportedEntry(entry: name, kind: ExtractionKinds.name(type))
         }
-        if archive_entry_is_encrypted(entry) != 0 || zip.isEncrypted { throw .encryptedEntry(entry: name) }
+        if zip.isEncrypted { throw .encryptedEntry(entry: name) }
         if name.hasSuffix("/") && !isDirectory { throw .unsafePath(entry: name, reason: "is a file whose name ends with /") }
         if !isDirectory, !ZipDirectory.supportedMethods.contains(zip.method) {
             throw .unsupportedCompression(entry: name, method: ZipDirectory.methodName(zip.method))
@@ -309,7 +300,7 @@ private struct ExtractionPlan {
         if isDirectory {
             directories.append(path)
         } else {
-            let size = archive_entry_size_is_set(entry) != 0 ? max(archive_entry_size(entry), 0) : nil
+            let size = Int64(exactly: zip.uncompressedSize)
             files.append(File(
                 ordinal: ordinal, name: name, archiveName: zip.archiveName, path: path, offset: zip.localHeaderOffset, end: end,
                 declaredSize: size, streams: zip.localFlags & 0x08 == 0 || zip.method == 8

@@ -31,8 +31,29 @@ package struct ZipDirectory: Sendable {
         package var modified: UInt32 = 0
         /// The flags of its local header (``read(_:maxEntries:)`` only).
         package var localFlags: UInt16 = 0
+        /// The system that made the entry (the high byte of "version made by": 0 MS-DOS, 3 Unix).
+        package var system: UInt8 = 0
+        /// The external file attributes: Unix mode bits in the high half when ``system`` is Unix, DOS
+        /// attributes in the low byte.
+        package var externalAttributes: UInt32 = 0
+        /// Whether the name ends with a separator (libarchive's name, as ``archiveName`` before it drops it).
+        package var namedAsFolder = false
 
-        package var isEncrypted: Bool { flags & 1 != 0 || method == 99 }
+        package var isEncrypted: Bool { flags & 1 != 0 || localFlags & 1 != 0 || method == 99 }
+
+        /// The entry's type (the `S_IFMT` bits) as libarchive 3.6 reads it: the mode's type when a Unix
+        /// tool made it, the directory bit when an MS-DOS or Windows tool did; a name that ends with `/`
+        /// is a folder whatever those say; no type, or a named pipe's, is a regular file.
+        package var fileType: UInt32 {
+            if namedAsFolder { return 0o040000 }
+            let type: UInt32
+            switch system {
+            case 3: type = (externalAttributes >> 16) & 0o170000
+            case 0: type = externalAttributes & 0x10 != 0 ? 0o040000 : 0o100000
+            default: type = 0
+            }
+            return type == 0 || type == 0o010000 ? 0o100000 : type
+        }
     }
 
     /// The entries in the order of their local headers: the order libarchive returns them.
@@ -144,7 +165,9 @@ package struct ZipDirectory: Sendable {
         guard reader.remaining >= 46, reader.uint32() == 0x0201_4B50 else {
             throw .corrupt(reason: "the central directory is damaged")
         }
-        reader.skip(4)  // version made by, version needed
+        reader.skip(1)  // version made by: the specification's version
+        let system = reader.uint8()
+        reader.skip(2)  // version needed
         let flags = reader.uint16()
         let method = reader.uint16()
         let modified = reader.uint32()  // time, date
@@ -155,7 +178,8 @@ package struct ZipDirectory: Sendable {
         let extraLength = Int(reader.uint16())
         let commentLength = Int(reader.uint16())
         let disk = reader.uint16()
-        reader.skip(6)  // internal and external attributes
+        reader.skip(2)  // internal attributes
+        let externalAttributes = reader.uint32()
         var offset = UInt64(reader.uint32())
         guard reader.remaining >= nameLength + extraLength + commentLength else {
             throw .corrupt(reason: "the central directory is damaged")
@@ -199,11 +223,14 @@ package struct ZipDirectory: Sendable {
         }
         let (start, overflow) = offset.addingReportingOverflow(correction)
         guard !overflow else { throw .corrupt(reason: "the central directory is damaged") }
+        let reported = unicodePath.map { Array($0.utf8) } ?? rawName
         return Entry(
             rawName: rawName, name: Self.windowsSeparators(Self.composed(decoded)),
-            archiveName: Self.comparable(unicodePath.map { Array($0.utf8) } ?? rawName),
+            archiveName: Self.comparable(reported),
             flags: flags, method: method, compressedSize: compressedSize, uncompressedSize: uncompressedSize,
-            localHeaderOffset: start, dataEnd: 0, crc32: crc32, modified: modified
+            localHeaderOffset: start, dataEnd: 0, crc32: crc32, modified: modified,
+            system: system, externalAttributes: externalAttributes,
+            namedAsFolder: reported.last == UInt8(ascii: "/") || reported.last == UInt8(ascii: "\\")
         )
     }
 
