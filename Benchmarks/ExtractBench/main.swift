@@ -15,6 +15,9 @@ guard arguments.count >= 3 else {
 let zip = arguments[1]
 let scratch = arguments[2]
 let rounds = arguments.count > 3 ? Int(arguments[3]) ?? 15 : 15
+/// `control` as the fourth argument: both halves with TZ set (an A/A run: the difference the method
+/// finds where there is none).
+let control = arguments.count > 4 && arguments[4] == "control"
 
 /// This process's user and system CPU time, in seconds.
 func cpuSeconds() -> Double {
@@ -28,7 +31,7 @@ func cpuSeconds() -> Double {
 let extractor = ArchiveExtractor()
 /// One extraction into a fresh folder with `TZ` as given; the folder is removed afterwards, untimed.
 func round(_ number: Int, tz: String?) throws -> (wall: Double, cpu: Double) {
-    if let tz { setenv("TZ", tz, 1) } else { unsetenv("TZ") }
+    if let tz { setenv("TZ", tz, 1) } else if control { setenv("TZ", ":/etc/localtime", 1) } else { unsetenv("TZ") }
     tzset()
     let destination = scratch + "/x\(number)"
     let cpu = cpuSeconds()
