@@ -253,6 +253,27 @@ import Testing
             let again = try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") }
             #expect(again.record.source == .network)
             #expect(try await view.verifyKeptZip(try #require(view.record(appId: "app-hello", versionId: "ver-2"))) == nil)
+
+            // A link planted in place of the kept zip is not followed, even to the very same bytes: the
+            // check names it, and the damaged version is not repaired from it offline.
+            let current = try #require(view.record(appId: "app-hello", versionId: "ver-2"))
+            let keptPath = try #require(view.keptZipPath(current))
+            let elsewhere = try TemporaryDirectory.make().path + "/same.zip"
+            try FileManager.default.copyItem(atPath: keptPath, toPath: elsewhere)
+            try FileManager.default.removeItem(atPath: keptPath)
+            #expect(symlink(elsewhere, keptPath) == 0)
+            #expect(try await view.verifyKeptZip(current) == "it cannot be read")
+            try writeTestFile(current.path + "/index.html", Array("tampered".utf8))
+            let refused = await #expect(throws: CacheError.self) {
+                try await withInstaller(offline) { try await $0.download(appId: "app-hello", versionId: "ver-2") }
+            }
+            #expect(refused?.category == .badData, "the kept zip would have repaired it, were the link followed")
+            // Online, it is downloaded again, and the cache keeps a zip of its own in the link's place.
+            let fresh = try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") }
+            #expect(fresh.record.source == .network)
+            var info = stat()
+            #expect(lstat(keptPath, &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
+            #expect(try await view.verifyKeptZip(fresh.record) == nil)
         })
     }
 }

@@ -34,10 +34,11 @@ package enum FileHashing {
         return digest.finalize()
     }
 
-    /// The SHA-256 and size of a local bundle, read once. `path` is one a user named, so a symbolic link
-    /// there is followed; anything but a regular file at its end is refused without waiting on it.
-    package static func bundle(at path: String) throws -> (digest: [UInt8], size: Int64) {
-        let (descriptor, info) = try openBundle(path)
+    /// The SHA-256 and size of a local bundle, read once. When `path` is one a user named, a symbolic
+    /// link there is followed; a file of the cache's own is read only when it is no link
+    /// (`followingLinks` false). Anything but a regular file is refused without waiting on it.
+    package static func bundle(at path: String, followingLinks: Bool = true) throws -> (digest: [UInt8], size: Int64) {
+        let (descriptor, info) = try openBundle(path, followingLinks: followingLinks)
         defer { close(descriptor) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
@@ -47,10 +48,10 @@ package enum FileHashing {
         return (digest, Int64(info.st_size))
     }
 
-    /// Opens a bundle a user named, following a link there, refusing anything but a regular file
-    /// without waiting on it.
-    private static func openBundle(_ path: String) throws -> (Int32, stat) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    /// Opens a bundle, following a link there when `followingLinks`, refusing anything but a regular
+    /// file without waiting on it.
+    private static func openBundle(_ path: String, followingLinks: Bool = true) throws -> (Int32, stat) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW))
         guard descriptor >= 0 else {
             throw BundleFileError.unreadable(path: path, reason: errno == ENOENT ? "it does not exist" : String(cString: strerror(errno)))
         }
@@ -64,8 +65,8 @@ package enum FileHashing {
 
     /// ``bundle(at:)``, also writing what it reads to a new read-only file at `destination`: the copy the
     /// cache keeps, whose digest is the one returned (the user's file may change later).
-    package static func copyBundle(at path: String, to destination: String) throws -> (digest: [UInt8], size: Int64) {
-        let (descriptor, _) = try openBundle(path)
+    package static func copyBundle(at path: String, to destination: String, followingLinks: Bool = true) throws -> (digest: [UInt8], size: Int64) {
+        let (descriptor, _) = try openBundle(path, followingLinks: followingLinks)
         defer { close(descriptor) }
         let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o444)
         guard output >= 0 else { throw CacheError.system(destination) }

@@ -78,7 +78,8 @@ extension BundleCache {
         guard record.zipBytes > 0, let path = keptZipPath(record) else { throw CacheError.notCached(appId: record.id, versionId: record.versionId) }
         let digest: [UInt8]
         do {
-            digest = try await pool.run { try FileHashing.bundle(at: path).digest }
+            // The cache's own file: a link planted in its place is not followed.
+            digest = try await pool.run { try FileHashing.bundle(at: path, followingLinks: false).digest }
         } catch {
             return "it cannot be read"
         }

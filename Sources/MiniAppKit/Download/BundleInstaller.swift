@@ -328,10 +328,13 @@ public final class BundleInstaller: Sendable {
             guard let (record, problems, damaged, kept) = found ?? nil else { return nil }
             let zip = scratch + "/bundle.zip"
             let digest = try await pool.run { () throws -> [UInt8] in
-                guard link(kept, zip) == 0 || (try? FileHashing.copyBundle(at: kept, to: zip)) != nil else {
+                // The cache's own file: a link planted in its place is not followed (link() links the
+                // link itself, which the hash then refuses).
+                guard link(kept, zip) == 0 || (try? FileHashing.copyBundle(at: kept, to: zip, followingLinks: false)) != nil,
+                      let digest = try? FileHashing.bundle(at: zip, followingLinks: false).digest else {
                     throw CacheError.keptZipRejected(appId: appId, versionId: versionId, reason: "it cannot be read")
                 }
-                return try FileHashing.bundle(at: zip).digest
+                return digest
             }
             guard digest.hexString == record.sha256 else {
                 throw CacheError.keptZipRejected(appId: appId, versionId: versionId, reason: "its SHA-256 is not the one installed")
