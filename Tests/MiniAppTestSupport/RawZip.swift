@@ -22,6 +22,9 @@ public struct RawZip: Sendable {
         public var method: UInt16 = 0
         /// A name for the local header alone, unlike the central directory's.
         public var localName: [UInt8]?
+        /// An uncompressed size to declare in a zip64 field of both headers (their 32-bit field then
+        /// holds 0xFFFFFFFF), instead of the real one.
+        public var zip64UncompressedSize: UInt64?
 
         public init(name: String, data: [UInt8] = [], mode: UInt32 = 0o100644, encrypted: Bool = false, crcOverride: UInt32? = nil, declaredSize: UInt32? = nil) {
             self.name = name
@@ -34,6 +37,12 @@ public struct RawZip: Sendable {
 
         public static func file(_ name: String, _ text: String = "x") -> Entry { Entry(name: name, data: Array(text.utf8)) }
         public static func directory(_ name: String) -> Entry { Entry(name: name.hasSuffix("/") ? name : name + "/", mode: 0o040755) }
+        /// A one-byte file whose headers declare `size` uncompressed bytes in a zip64 field.
+        public static func declaring(_ name: String, uncompressed size: UInt64) -> Entry {
+            var entry = Entry.file(name)
+            entry.zip64UncompressedSize = size
+            return entry
+        }
         public static func symlink(_ name: String, to target: String) -> Entry { Entry(name: name, data: Array(target.utf8), mode: 0o120777) }
     }
 
@@ -51,13 +60,19 @@ public struct RawZip: Sendable {
         var output: [UInt8] = []
         var central: [UInt8] = []
         var offsets: [UInt32] = []
+        func zip64(_ entry: Entry) -> [UInt8] {
+            guard let size = entry.zip64UncompressedSize else { return [] }
+            return le16(1) + le16(8) + le32(UInt32(size & 0xFFFF_FFFF)) + le32(UInt32(size >> 32))
+        }
         func record(_ entry: Entry, name: [UInt8], offset: UInt32) -> [UInt8] {
             let crc = entry.crcOverride ?? CRC32.checksum(entry.data)
             let size = entry.declaredSize ?? UInt32(entry.data.count)
+            let uncompressed = entry.zip64UncompressedSize == nil ? size : 0xFFFF_FFFF
             let flags: UInt16 = (entry.encrypted ? 1 : 0) | (entry.utf8Flag ? 1 << 11 : 0)
+            let extra = zip64(entry)
             var bytes = le32(0x0201_4b50) + le16(0x0314) + le16(20) + le16(flags) + le16(entry.method) + le16(0) + le16(0x21)
-            bytes += le32(crc) + le32(size) + le32(size) + le16(UInt16(name.count)) + le16(0) + le16(0) + le16(0) + le16(0)
-            return bytes + le32(entry.mode << 16) + le32(offset) + name
+            bytes += le32(crc) + le32(size) + le32(uncompressed) + le16(UInt16(name.count)) + le16(UInt16(extra.count)) + le16(0) + le16(0) + le16(0)
+            return bytes + le32(entry.mode << 16) + le32(offset) + name + extra
         }
         for entry in entries {
             let offset = UInt32(output.count)
@@ -66,9 +81,11 @@ public struct RawZip: Sendable {
             let localName = entry.localName ?? name
             let crc = entry.crcOverride ?? CRC32.checksum(entry.data)
             let size = entry.declaredSize ?? UInt32(entry.data.count)
+            let uncompressed = entry.zip64UncompressedSize == nil ? size : 0xFFFF_FFFF
             let flags: UInt16 = (entry.encrypted ? 1 : 0) | (entry.utf8Flag ? 1 << 11 : 0)
+            let extra = zip64(entry)
             output += le32(0x0403_4b50) + le16(20) + le16(flags) + le16(entry.method) + le16(0) + le16(0x21)
-            output += le32(crc) + le32(size) + le32(size) + le16(UInt16(localName.count)) + le16(0) + localName + entry.data
+            output += le32(crc) + le32(size) + le32(uncompressed) + le16(UInt16(localName.count)) + le16(UInt16(extra.count)) + localName + extra + entry.data
             central += record(entry, name: name, offset: offset)
         }
         for alias in aliases {

@@ -97,7 +97,11 @@ public struct ArchiveExtractor: Sendable {
         guard descriptor >= 0 else { throw Self.ioError(archivePath) }
         defer { close(descriptor) }
         let job = ExtractionJob(archivePath: archivePath, descriptor: descriptor, destination: destination, files: remaining, limits: limits, archiveSize: archiveSize, fileMode: fileMode, needsMode: !exact.contains(fileMode), unpacked: linkedBytes)
-        let declared = remaining.reduce(Int64(0)) { $0 + ($1.declaredSize ?? 0) }
+        // Declared sizes are the archive's word, up to 2^63 each: summed without overflowing.
+        let declared = remaining.reduce(Int64(0)) { total, file in
+            let (sum, overflow) = total.addingReportingOverflow(file.declaredSize ?? 0)
+            return overflow ? .max : sum
+        }
         job.run(threads: declared < parallelMinimumBytes ? 1 : min(maxThreads, remaining.count))
         if let failure = job.firstFailure { throw failure }
         return try plan.result(
@@ -227,7 +231,7 @@ private struct ExtractionPlan {
         /// Where its bytes (local header, data, data descriptor) end: the next entry's local header, or
         /// the central directory.
         var end: UInt64
-        /// The size the archive declares for it, if it declares one.
+        /// The size its central-directory record declares (nil beyond 2^63 - 1).
         var declaredSize: Int64?
         /// Whether a streaming reader of its bytes alone finds where its data ends: its local header
         /// gives the sizes, or it is deflated (a deflate stream ends by itself before its data
@@ -242,7 +246,6 @@ private struct ExtractionPlan {
     /// The folder of the last entry added, all of whose ancestors are in `seen` as folders.
     package var lastFolder: Substring = ""
     package var entryCount = 0
-    package var declaredBytes: Int64 = 0
 
     /// The plan comes from the central directory alone (``ZipDirectory``, which also checks each local
     /// header against it): its names are the ones installed and its attributes give each entry's type
@@ -300,12 +303,10 @@ private struct ExtractionPlan {
         if isDirectory {
             directories.append(path)
         } else {
-            let size = Int64(exactly: zip.uncompressedSize)
             files.append(File(
                 ordinal: ordinal, name: name, archiveName: zip.archiveName, path: path, offset: zip.localHeaderOffset, end: end,
-                declaredSize: size, streams: zip.localFlags & 0x08 == 0 || zip.method == 8
+                declaredSize: Int64(exactly: zip.uncompressedSize), streams: zip.localFlags & 0x08 == 0 || zip.method == 8
             ))
-            declaredBytes += size ?? 0
         }
     }
 
