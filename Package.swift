@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "MiniAppPermissions", targets: ["MiniAppPermissions"]),
         .library(name: "MiniAppKit", targets: ["MiniAppKit"]),
         .library(name: "MiniAppRegistry", targets: ["MiniAppRegistry"]),
+        .library(name: "MiniAppBridge", targets: ["MiniAppBridge"]),
+        .library(name: "MiniAppWebHost", targets: ["MiniAppWebHost"]),
         .executable(name: "miniapp", targets: ["miniapp"]),
     ],
     dependencies: [
@@ -84,11 +86,38 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        // Running a mini-app: the bridge's message model and dispatcher, gated by the manifest and the
+        // permission store (no server).
+        .target(
+            name: "MiniAppBridge",
+            dependencies: [
+                "MiniAppCore",
+                "MiniAppPermissions",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The browser host: each app on its own origin in a frame of the host page, the bridge over HTTP,
+        // prompts the app cannot reach (Hummingbird); `miniapp run` and Examples/HostService share it.
+        .target(
+            name: "MiniAppWebHost",
+            dependencies: [
+                "MiniAppKit",
+                "MiniAppBridge",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         .executableTarget(
             name: "miniapp",
             dependencies: [
                 "MiniAppKit",
                 "MiniAppRegistry",
+                "MiniAppWebHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -129,7 +158,7 @@ let package = Package(
         .testTarget(
             name: "MiniAppKitTests",
             dependencies: [
-                "MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport",
+                "MiniAppKit", "MiniAppRegistry", "MiniAppBridge", "MiniAppTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

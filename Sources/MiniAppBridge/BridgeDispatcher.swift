@@ -1,0 +1,378 @@
+import Foundation
+import Logging
+import MiniAppCore
+import MiniAppPermissions
+import Synchronization
+
+/// An action a host adds to its bridge: answers the app's parameters with the text the app receives.
+public typealias BridgeAction = @Sendable (_ appId: String, _ param: JSONValue) async throws(BridgeFailure) -> String
+
+/// The bridge of one running mini-app: answers each message the app sends, according to the installed
+/// version's manifest and the permission store, and carries the host's events to the app.
+///
+/// Every message gets exactly one answer, whatever its action. User data is handed out only when the
+/// manifest declares the custom permission and the store says `ALLOWED`; the user decides through
+/// ``BridgeHostServices/askUser(_:)``, and decisions are written to the store with their history.
+public final class BridgeDispatcher: Sendable {
+    /// The running app.
+    public let appId: String
+    /// The running version's manifest.
+    public let manifest: BundleManifest
+    private let store: PermissionStore
+    private let services: any BridgeHostServices
+    private let environment: BridgeEnvironment
+    private let identity: BridgeIdentity
+    private let customActions: [String: BridgeAction]
+    private let logger: Logger
+    private let subscribers = Mutex<[Int: AsyncStream<BridgeEvent>.Continuation]>([:])
+    private let nextSubscriber = Atomic<Int>(0)
+
+    /// The bridge of app `appId` running the version whose manifest is `manifest`.
+    ///
+    /// - Parameters:
+    ///   - customActions: actions the host adds, by name; a name the bridge already answers is ignored.
+    ///   - logger: where the bridge logs refusals (app id and action, never the data).
+    public init(
+        appId: String, manifest: BundleManifest, store: PermissionStore, services: any BridgeHostServices,
+        environment: BridgeEnvironment = BridgeEnvironment(), identity: BridgeIdentity,
+        customActions: [String: BridgeAction] = [:],
+        logger: Logger = Logger(label: "miniapp.bridge", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.appId = appId
+        self.manifest = manifest
+        self.store = store
+        self.services = services
+        self.environment = environment
+        self.identity = identity
+        self.customActions = customActions.filter { Self.builtInActions.contains($0.key) == false }
+        self.logger = logger
+    }
+
+    // MARK: Messages
+
+    /// The answer to `message`.
+    public func reply(to message: BridgeMessage) async -> BridgeReply {
+        let outcome: BridgeOutcome
+        do {
+            outcome = .success(try await answer(message.action, message.param))
+        } catch {
+            logger.debug("bridge call refused", metadata: ["app-id": "\(appId)", "action": "\(message.action)", "error-type": "\(error.type)"])
+            outcome = .failure(error)
+        }
+        return BridgeReply(id: message.id, outcome: outcome)
+    }
+
+    /// The answer to the raw message `bytes`, decoded within `limits`; a message that cannot be read
+    /// throws, and its sender answers the error by the id it kept.
+    public func reply<Bytes: Collection<UInt8>>(toMessage bytes: Bytes, limits: BridgeLimits = BridgeLimits()) async throws(BridgeMessageError) -> BridgeReply {
+        await reply(to: try BridgeMessage(decoding: bytes, limits: limits))
+    }
+
+    /// Every action the bridge answers itself, before custom ones.
+    public static let builtInActions: Set<String> = [
+        "getUniqueId", "getMessagingUniqueId", "getMauid", "getHostEnvironmentInfo", "isDarkMode", "getHostAppThemeColors",
+        "getFeatureList", "setScreenOrientation", "closeMiniApp", "miniAppFinishedLoading", "setCloseAlert",
+        "requestCustomPermissions", "getPermissionStatus", "requestPermission",
+        "getUserName", "getProfilePhoto", "getContacts", "getAccessToken", "getExchangeToken", "getPoints",
+        "sendMessageToContact", "sendMessageToContactId", "sendMessageToMultipleContacts", "downloadFile",
+        "setSecureStorageItems", "getSecureStorageItem", "removeSecureStorageItems", "clearSecureStorage", "getSecureStorageSize",
+        "getPhoneNumber", "isLoggedIn", "canOpenAppDeeplink", "isAppDeeplinkSupported", "isEsimSupported",
+        "sendJsonToHostapp", "sendInfoToHostapp", "sendAnalytics", "configureAnalytics", "logEvent",
+    ]
+
+    private func answer(_ action: String, _ param: JSONValue) async throws(BridgeFailure) -> String? {
+        switch action {
+        case "getUniqueId": return identity.uniqueId(appId: appId)
+        case "getMessagingUniqueId": return identity.messagingUniqueId(appId: appId)
+        case "getMauid": return identity.mauid(appId: appId)
+        case "getHostEnvironmentInfo":
+            return JSONText.encode(.object([
+                "hostVersion": .string(environment.hostVersion), "sdkVersion": .string(environment.sdkVersion),
+                "hostLocale": .string(environment.hostLocale), "platformVersion": .string(environment.platformVersion),
+            ]))
+        case "isDarkMode": return environment.darkMode ? "true" : "false"
+        case "getHostAppThemeColors":
+            return JSONText.encode(.object(["primaryColor": .string(environment.primaryColor), "secondaryColor": .string(environment.secondaryColor)]))
+        case "getFeatureList":
+            return JSONText.encode(.array((Self.builtInActions.union(customActions.keys)).sorted().map { .string($0) }))
+        case "setScreenOrientation":
+            guard case .string(let orientation)? = param["action"], Self.orientations.contains(orientation) else {
+                throw .invalidParameters(action, "{\"action\": one of \(Self.orientations.sorted().joined(separator: ", "))}")
+            }
+            return "SUCCESS"
+        case "closeMiniApp":
+            try await services.closeMiniApp(appId: appId, withConfirmationAlert: param["withConfirmationAlert"] == .bool(true))
+            return "SUCCESS"
+        case "miniAppFinishedLoading", "setCloseAlert":
+            return "SUCCESS"
+        case "requestCustomPermissions": return try await requestCustomPermissions(param)
+        case "getPermissionStatus":
+            guard case .string(let name)? = param["permissionName"], PermissionName.isValid(name) else {
+                throw .invalidParameters(action, "{\"permissionName\": a permission name}")
+            }
+            return try await status(of: PermissionName.full(name)).rawValue
+        case "requestPermission":
+            guard case .string(let name)? = param["permission"], !name.isEmpty, name.utf8.count <= 64 else {
+                throw .invalidParameters(action, "{\"permission\": a device permission such as \"location\"}")
+            }
+            if name == "location" { try await requireAllowed(.location) }
+            guard try await services.devicePermission(appId: appId, name: name) else {
+                throw BridgeFailure(type: "DENIED", message: "the user has not allowed the device permission '\(Sanitizer.printable(name, limit: 64))'")
+            }
+            return "ALLOWED"
+        case "getUserName":
+            try await requireAllowed(.userName)
+            return try await services.userName(appId: appId)
+        case "getProfilePhoto":
+            try await requireAllowed(.profilePhoto)
+            return try await services.profilePhoto(appId: appId)
+        case "getContacts":
+            try await requireAllowed(.contactList)
+            return JSONText.encode(.array(try await services.contacts(appId: appId).map(\.json)))
+        case "getAccessToken", "getExchangeToken":
+            return try await accessToken(action, param)
+        case "getPoints":
+            try await requireAllowed(.points)
+            return JSONText.encode(try await services.points(appId: appId).json)
+        case "sendMessageToContact", "sendMessageToContactId", "sendMessageToMultipleContacts":
+            return try await sendMessage(action, param)
+        case "downloadFile":
+            guard case .string(let filename)? = param["filename"], case .string(let url)? = param["url"], !filename.isEmpty, !url.isEmpty else {
+                throw .invalidParameters(action, "{\"filename\": string, \"url\": string, \"headers\": {string: string}}")
+            }
+            var headers: [String: String] = [:]
+            if case .object(let fields)? = param["headers"] {
+                for (name, value) in fields {
+                    guard case .string(let text) = value else { throw .invalidParameters(action, "headers whose values are strings") }
+                    headers[name] = text
+                }
+            }
+            try await requireAllowed(.fileDownload)
+            return try await services.downloadFile(appId: appId, filename: filename, url: url, headers: headers)
+        case "setSecureStorageItems", "getSecureStorageItem", "removeSecureStorageItems", "clearSecureStorage", "getSecureStorageSize":
+            return try await secureStorage(action, param)
+        case "getPhoneNumber": return try await services.phoneNumber(appId: appId)
+        case "isLoggedIn": return try await services.isLoggedIn(appId: appId) ? "true" : "false"
+        case "canOpenAppDeeplink", "isAppDeeplinkSupported", "isEsimSupported": return "false"
+        case "sendJsonToHostapp", "sendInfoToHostapp", "sendAnalytics", "configureAnalytics", "logEvent":
+            return try await services.receive(appId: appId, action: action, info: param)
+        default:
+            if let custom = customActions[action] { return try await custom(appId, param) }
+            throw BridgeFailure(type: "UnknownActionError", message: "this host has no action '\(action)'")
+        }
+    }
+
+    private static let orientations: Set<String> = [
+        "rakuten.miniapp.screen.LOCK_PORTRAIT", "rakuten.miniapp.screen.LOCK_LANDSCAPE", "rakuten.miniapp.screen.LOCK_RELEASE",
+    ]
+
+    // MARK: Permissions
+
+    /// The full names the manifest declares.
+    private var declared: Set<String> {
+        Set((manifest.reqPermissions + manifest.optPermissions).map { PermissionName.full($0.name) })
+    }
+
+    /// The stored status of `name` for this app: `DENIED` while undecided.
+    private func status(of name: String) async throws(BridgeFailure) -> PermissionStatus {
+        do {
+            return try await store.stored(appId: appId).first { $0.name == name }?.status ?? .denied
+        } catch {
+            throw BridgeFailure(type: "PermissionStoreError", message: "the host cannot read the permission store: \(error)")
+        }
+    }
+
+    /// Throws the denied form unless the manifest declares `permission` and the store says `ALLOWED`.
+    private func requireAllowed(_ permission: KnownPermission) async throws(BridgeFailure) {
+        guard declared.contains(permission.rawValue) else { throw .denied(permission, declared: false) }
+        guard try await status(of: permission.rawValue) == .allowed else { throw .denied(permission, declared: true) }
+    }
+
+    private func requestCustomPermissions(_ param: JSONValue) async throws(BridgeFailure) -> String {
+        let expected = "{\"permissions\": [{\"name\": string, \"description\": string}], at most 64}"
+        guard case .array(let requested)? = param["permissions"], requested.count <= 64 else {
+            throw .invalidParameters("requestCustomPermissions", expected)
+        }
+        var names: [String] = []
+        for item in requested {
+            guard case .string(let name)? = item["name"], !name.isEmpty, name.utf8.count <= 256 else {
+                throw .invalidParameters("requestCustomPermissions", expected)
+            }
+            names.append(name)
+        }
+        let stored: [String: PermissionStatus]
+        do {
+            stored = Dictionary(try await store.stored(appId: appId).map { ($0.name, $0.status) }, uniquingKeysWith: { first, _ in first })
+        } catch {
+            throw BridgeFailure(type: "PermissionStoreError", message: "the host cannot read the permission store: \(error)")
+        }
+        let declarations = manifest.reqPermissions.map { ($0, true) } + manifest.optPermissions.map { ($0, false) }
+        var statuses: [String: PermissionStatus] = [:]
+        var prompt: [PermissionPrompt.Item] = []
+        for name in names where statuses[name] == nil {
+            let full = KnownPermission(rawValue: name) != nil ? name : nil
+            if let full, let decision = stored[full], declared.contains(full) {
+                statuses[name] = decision
+            } else if let full, declared.contains(full) {
+                if !prompt.contains(where: { $0.name == full }) {
+                    let declaration = declarations.first { PermissionName.full($0.0.name) == full }
+                    prompt.append(PermissionPrompt.Item(name: full, reason: declaration?.0.reason, required: declaration?.1 ?? false))
+                }
+            } else {
+                // Undeclared, or a name no SDK knows: refused without asking, as the native SDKs answer.
+                statuses[name] = full == nil ? .notAvailable : .denied
+            }
+        }
+        if !prompt.isEmpty {
+            let decisions = try await services.askUser(PermissionPrompt(appId: appId, items: prompt))
+            let decided = prompt.compactMap { item -> (String, PermissionStatus)? in
+                guard let status = decisions[item.name], status == .allowed || status == .denied else { return nil }
+                return (item.name, status)
+            }
+            if !decided.isEmpty {
+                do {
+                    try await store.set(appId: appId, Dictionary(decided, uniquingKeysWith: { first, _ in first }))
+                } catch {
+                    throw BridgeFailure(type: "PermissionStoreError", message: "the host cannot record the decisions: \(error)")
+                }
+            }
+            for item in prompt { statuses[item.name] = decisions[item.name].flatMap { $0 == .allowed ? .allowed : .denied } ?? .denied }
+        }
+        var seen: Set<String> = []
+        let answer: [JSONValue] = names.compactMap { name in
+            guard seen.insert(name).inserted else { return nil }
+            return .object(["name": .string(name), "status": .string((statuses[name] ?? .denied).rawValue)])
+        }
+        return JSONText.encode(.object(["permissions": .array(answer)]))
+    }
+
+    // MARK: Tokens and messages
+
+    private func accessToken(_ action: String, _ param: JSONValue) async throws(BridgeFailure) -> String {
+        guard case .string(let audience)? = param["audience"], case .array(let items)? = param["scopes"] else {
+            throw .invalidParameters(action, "{\"audience\": string, \"scopes\": [string]}")
+        }
+        var scopes: [String] = []
+        for item in items {
+            guard case .string(let scope) = item else { throw .invalidParameters(action, "{\"audience\": string, \"scopes\": [string]}") }
+            scopes.append(scope)
+        }
+        try await requireAllowed(.accessToken)
+        let listed = manifest.accessTokenPermissions.filter { $0.audience == audience }
+        guard !listed.isEmpty else {
+            throw BridgeFailure(type: "AudienceNotSupportedError", message: "the manifest lists no access token for the audience '\(Sanitizer.printable(audience, limit: 80))'")
+        }
+        let allowedScopes = Set(listed.flatMap(\.scopes))
+        if let missing = scopes.first(where: { !allowedScopes.contains($0) }) {
+            throw BridgeFailure(type: "ScopesNotSupportedError", message: "the manifest lists no scope '\(Sanitizer.printable(missing, limit: 80))' for the audience '\(Sanitizer.printable(audience, limit: 80))'")
+        }
+        let token = try await services.accessToken(appId: appId, audience: audience, scopes: scopes)
+        return JSONText.encode(.object([
+            "token": .string(token.token),
+            "validUntil": .number((token.validUntil.timeIntervalSince1970 * 1000).rounded()),
+            "scopes": .object(["audience": .string(audience), "scopes": .array(scopes.map { .string($0) })]),
+        ]))
+    }
+
+    private func sendMessage(_ action: String, _ param: JSONValue) async throws(BridgeFailure) -> String {
+        guard case .object? = param["messageToContact"], let message = param["messageToContact"] else {
+            throw .invalidParameters(action, "{\"messageToContact\": {...}}")
+        }
+        let recipients: MessageRecipients
+        switch action {
+        case "sendMessageToContactId":
+            guard case .string(let id)? = param["contactId"], !id.isEmpty else { throw .invalidParameters(action, "{\"contactId\": string, \"messageToContact\": {...}}") }
+            recipients = .contact(id: id)
+        case "sendMessageToMultipleContacts": recipients = .several
+        default: recipients = .chosenByUser
+        }
+        try await requireAllowed(.sendMessage)
+        let answer = try await services.sendMessage(appId: appId, message: message, to: recipients)
+        switch answer {
+        case .null: return "null"
+        case .string(let id): return id
+        default: return JSONText.encode(answer)
+        }
+    }
+
+    // MARK: Secure storage
+
+    private func secureStorage(_ action: String, _ param: JSONValue) async throws(BridgeFailure) -> String? {
+        let limit = environment.secureStorageLimit
+        do {
+            switch action {
+            case "setSecureStorageItems":
+                guard case .object(let fields)? = param["secureStorageItems"] else {
+                    throw BridgeFailure.invalidParameters(action, "{\"secureStorageItems\": {string: string}}")
+                }
+                var items: [String: String] = [:]
+                for (key, value) in fields {
+                    guard case .string(let text) = value else { throw BridgeFailure.invalidParameters(action, "{\"secureStorageItems\": {string: string}}") }
+                    items[key] = text
+                }
+                try await store.setStorageItems(appId: appId, items, limit: limit)
+                return "SUCCESS"
+            case "getSecureStorageItem":
+                guard case .string(let key)? = param["secureStorageKey"] else { throw BridgeFailure.invalidParameters(action, "{\"secureStorageKey\": string}") }
+                return try await store.storageItem(appId: appId, key: key)
+            case "removeSecureStorageItems":
+                guard case .array(let list)? = param["secureStorageKeyList"] else { throw BridgeFailure.invalidParameters(action, "{\"secureStorageKeyList\": [string]}") }
+                var keys: [String] = []
+                for item in list {
+                    guard case .string(let key) = item else { throw BridgeFailure.invalidParameters(action, "{\"secureStorageKeyList\": [string]}") }
+                    keys.append(key)
+                }
+                try await store.removeStorageItems(appId: appId, keys: keys)
+                return "SUCCESS"
+            case "clearSecureStorage":
+                try await store.clearStorage(appId: appId)
+                return "SUCCESS"
+            default:
+                let size = try await store.storageSize(appId: appId, limit: limit)
+                return JSONText.encode(.object(["used": .number(Double(size.used)), "max": .number(Double(size.max))]))
+            }
+        } catch let failure as BridgeFailure {
+            throw failure
+        } catch let error as SecureStorageError {
+            switch error {
+            case .full: throw BridgeFailure(type: "SecureStorageFullError", message: error.description)
+            case .invalidItem: throw BridgeFailure(type: "SecureStorageIOError", message: error.description)
+            }
+        } catch let error as PermissionStoreError {
+            let type = switch error.category {
+            case .busy: "SecureStorageBusyError"
+            case .unavailable: "SecureStorageUnavailableError"
+            default: "SecureStorageIOError"
+            }
+            throw BridgeFailure(type: type, message: "the host's storage failed: \(error.description)")
+        } catch {
+            throw BridgeFailure(type: "SecureStorageIOError", message: "the host's storage failed: \(error)")
+        }
+    }
+
+    // MARK: Events
+
+    /// The host's events for this app, from now on, until the stream is dropped.
+    public func events() -> AsyncStream<BridgeEvent> {
+        let (stream, continuation) = AsyncStream<BridgeEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let key = nextSubscriber.wrappingAdd(1, ordering: .relaxed).oldValue
+        subscribers.withLock { $0[key] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    /// Sends `event` to every running copy of the app (each ``events()`` stream).
+    public func send(_ event: BridgeEvent) {
+        for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
+    }
+}
+
+extension JSONValue {
+    /// The field `key` of an object, or `nil`.
+    subscript(key: String) -> JSONValue? {
+        guard case .object(let fields) = self else { return nil }
+        return fields[key]
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import MiniAppCore
+
+/// What the host provides to the mini-apps it runs: its user's data and its own user interface.
+///
+/// Every requirement has a default that answers ``BridgeFailure/notSupported(_:)``, so a host
+/// implements only what it has. The dispatcher checks the manifest and the permission store before it
+/// calls any of the user's data: an implementation never sees a call the user did not allow.
+public protocol BridgeHostServices: Sendable {
+    /// The user's name (USER_NAME).
+    func userName(appId: String) async throws(BridgeFailure) -> String
+    /// The user's photo as a URL or a data URL (PROFILE_PHOTO).
+    func profilePhoto(appId: String) async throws(BridgeFailure) -> String
+    /// The user's contacts (CONTACT_LIST).
+    func contacts(appId: String) async throws(BridgeFailure) -> [BridgeContact]
+    /// A token for `audience` with `scopes`, already checked against the manifest (ACCESS_TOKEN).
+    func accessToken(appId: String, audience: String, scopes: [String]) async throws(BridgeFailure) -> BridgeAccessToken
+    /// The user's points (POINTS).
+    func points(appId: String) async throws(BridgeFailure) -> BridgePoints
+    /// Sends `message` (the SDK's `MessageToContact`) to `recipients` (SEND_MESSAGE); answers the
+    /// contact id that received it, `nil` when the user cancelled, or several ids.
+    func sendMessage(appId: String, message: JSONValue, to recipients: MessageRecipients) async throws(BridgeFailure) -> JSONValue
+    /// Downloads `url` as `filename` (FILE_DOWNLOAD); answers the file's name as saved.
+    func downloadFile(appId: String, filename: String, url: String, headers: [String: String]) async throws(BridgeFailure) -> String
+    /// Asks the device for a permission such as `location` (LOCATION is checked first); `true` when granted.
+    func devicePermission(appId: String, name: String) async throws(BridgeFailure) -> Bool
+    /// The user's phone number.
+    func phoneNumber(appId: String) async throws(BridgeFailure) -> String
+    /// Whether the user is logged in to the host.
+    func isLoggedIn(appId: String) async throws(BridgeFailure) -> Bool
+    /// Asks the user to decide on undecided custom permissions, showing each one's manifest reason.
+    /// Answers a status for each asked name; a name left out stays undecided.
+    func askUser(_ prompt: PermissionPrompt) async throws(BridgeFailure) -> [String: PermissionStatus]
+    /// The app asks to be closed.
+    func closeMiniApp(appId: String, withConfirmationAlert: Bool) async throws(BridgeFailure)
+    /// The app sends the host something of its own: `sendJsonToHostapp`, `sendInfoToHostapp`,
+    /// `sendAnalytics`, `configureAnalytics`, `logEvent` (the action and its parameters); answers the text
+    /// the app receives.
+    func receive(appId: String, action: String, info: JSONValue) async throws(BridgeFailure) -> String
+}
+
+extension BridgeHostServices {
+    public func userName(appId: String) async throws(BridgeFailure) -> String { throw .notSupported("getUserName") }
+    public func profilePhoto(appId: String) async throws(BridgeFailure) -> String { throw .notSupported("getProfilePhoto") }
+    public func contacts(appId: String) async throws(BridgeFailure) -> [BridgeContact] { throw .notSupported("getContacts") }
+    public func accessToken(appId: String, audience: String, scopes: [String]) async throws(BridgeFailure) -> BridgeAccessToken {
+        throw .notSupported("getAccessToken")
+    }
+    public func points(appId: String) async throws(BridgeFailure) -> BridgePoints { throw .notSupported("getPoints") }
+    public func sendMessage(appId: String, message: JSONValue, to recipients: MessageRecipients) async throws(BridgeFailure) -> JSONValue {
+        throw .notSupported("sendMessageToContact")
+    }
+    public func downloadFile(appId: String, filename: String, url: String, headers: [String: String]) async throws(BridgeFailure) -> String {
+        throw .notSupported("downloadFile")
+    }
+    public func devicePermission(appId: String, name: String) async throws(BridgeFailure) -> Bool { throw .notSupported("requestPermission") }
+    public func phoneNumber(appId: String) async throws(BridgeFailure) -> String { throw .notSupported("getPhoneNumber") }
+    public func isLoggedIn(appId: String) async throws(BridgeFailure) -> Bool { throw .notSupported("isLoggedIn") }
+    public func askUser(_ prompt: PermissionPrompt) async throws(BridgeFailure) -> [String: PermissionStatus] {
+        throw .notSupported("requestCustomPermissions")
+    }
+    public func closeMiniApp(appId: String, withConfirmationAlert: Bool) async throws(BridgeFailure) { throw .notSupported("closeMiniApp") }
+    public func receive(appId: String, action: String, info: JSONValue) async throws(BridgeFailure) -> String { throw .notSupported(action) }
+}
+
+/// Who a message goes to.
+public enum MessageRecipients: Sendable, Equatable {
+    /// A contact the user picks.
+    case chosenByUser
+    /// The contact with this id.
+    case contact(id: String)
+    /// Several contacts the user picks.
+    case several
+}
+
+/// A contact of the user, as the SDK's `Contact`.
+public struct BridgeContact: Sendable, Equatable, Codable {
+    public var id: String
+    public var name: String?
+    public var email: String?
+    public var allEmailList: [String]?
+
+    /// A contact with the given fields.
+    public init(id: String, name: String? = nil, email: String? = nil, allEmailList: [String]? = nil) {
+        self.id = id
+        self.name = name
+        self.email = email
+        self.allEmailList = allEmailList
+    }
+
+    var json: JSONValue {
+        var fields: [String: JSONValue] = ["id": .string(id)]
+        if let name { fields["name"] = .string(name) }
+        if let email { fields["email"] = .string(email) }
+        if let allEmailList { fields["allEmailList"] = .array(allEmailList.map { .string($0) }) }
+        return .object(fields)
+    }
+}
+
+/// An access token the host hands out.
+public struct BridgeAccessToken: Sendable, Equatable {
+    public var token: String
+    public var validUntil: Date
+
+    /// A token valid until `validUntil`.
+    public init(token: String, validUntil: Date) {
+        self.token = token
+        self.validUntil = validUntil
+    }
+}
+
+/// The user's points, as the SDK's `Points`.
+public struct BridgePoints: Sendable, Equatable, Codable {
+    public var standard: Int?
+    public var term: Int?
+    public var cash: Int?
+
+    /// Points of each kind.
+    public init(standard: Int? = nil, term: Int? = nil, cash: Int? = nil) {
+        self.standard = standard
+        self.term = term
+        self.cash = cash
+    }
+
+    var json: JSONValue {
+        var fields: [String: JSONValue] = [:]
+        if let standard { fields["standard"] = .number(Double(standard)) }
+        if let term { fields["term"] = .number(Double(term)) }
+        if let cash { fields["cash"] = .number(Double(cash)) }
+        return .object(fields)
+    }
+}
+
+/// Custom permissions a running app asked for that the user has not decided yet.
+public struct PermissionPrompt: Sendable, Equatable {
+    /// One permission to decide.
+    public struct Item: Sendable, Equatable {
+        /// The full permission name.
+        public var name: String
+        /// The reason the manifest gives (localised), if any: never text the app sent at run time.
+        public var reason: String?
+        /// Whether the launch gate needs it.
+        public var required: Bool
+    }
+
+    /// The app asking.
+    public var appId: String
+    /// The permissions to decide, in the order asked.
+    public var items: [Item]
+}

@@ -1,0 +1,116 @@
+import Foundation
+import MiniAppCore
+
+/// A stand-in for the host's user: what a host without accounts (a developer's browser host, a test)
+/// answers to the user-data actions. Read from JSON:
+///
+/// ```json
+/// {"userName": "Aiko", "profilePhoto": "data:image/png;base64,...", "phoneNumber": "+81...",
+///  "contacts": [{"id": "c1", "name": "Ken", "email": "ken@example.com"}],
+///  "accessTokens": {"rae": "token-for-rae"}, "tokenLifetimeSeconds": 3600,
+///  "points": {"standard": 100, "term": 20, "cash": 5}, "loggedIn": true,
+///  "locale": "ja-JP", "hostVersion": "2.1.0", "darkMode": false}
+/// ```
+/// Every key is optional; what is missing is answered as not supported.
+public struct HostProfile: Sendable, Equatable, Codable, BridgeHostServices {
+    public var userName: String?
+    public var profilePhoto: String?
+    public var phoneNumber: String?
+    public var contacts: [BridgeContact]?
+    /// A token per audience.
+    public var accessTokens: [String: String]?
+    /// How long a token is valid (3,600 s by default).
+    public var tokenLifetimeSeconds: Int?
+    public var points: BridgePoints?
+    public var loggedIn: Bool?
+    /// The host's locale (`getHostEnvironmentInfo`).
+    public var locale: String?
+    /// The host's version (`getHostEnvironmentInfo`).
+    public var hostVersion: String?
+    /// Whether the host is in dark mode.
+    public var darkMode: Bool?
+
+    /// An empty profile: every user-data action answers not supported.
+    public init() {}
+
+    /// The profile in the JSON document `data`; unknown keys are refused, so that a misspelt key does not
+    /// silently leave a value out.
+    public init(json data: Data) throws(HostProfileError) {
+        guard let document = JSONReader.value(data, maxDepth: 8) else { throw .malformed("it is not one JSON document") }
+        guard case .object(let fields) = document else { throw .malformed("it is not a JSON object") }
+        let known: Set<String> = [
+            "userName", "profilePhoto", "phoneNumber", "contacts", "accessTokens", "tokenLifetimeSeconds", "points", "loggedIn",
+            "locale", "hostVersion", "darkMode",
+        ]
+        if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
+            throw .malformed("unknown key \"\(Sanitizer.printable(unknown, limit: 40))\" (known: \(known.sorted().joined(separator: ", ")))")
+        }
+        do {
+            self = try JSONDecoder().decode(HostProfile.self, from: data)
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context), let DecodingError.keyNotFound(_, context), let DecodingError.dataCorrupted(context) {
+            let path = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+            throw .malformed("\(path.isEmpty ? "the document" : path): \(context.debugDescription)")
+        } catch {
+            throw .malformed("\(error)")
+        }
+    }
+
+    /// The environment of `base` with this profile's locale, host version and dark mode.
+    public func environment(_ base: BridgeEnvironment = BridgeEnvironment()) -> BridgeEnvironment {
+        var environment = base
+        if let locale { environment.hostLocale = locale }
+        if let hostVersion { environment.hostVersion = hostVersion }
+        if let darkMode { environment.darkMode = darkMode }
+        return environment
+    }
+
+    public func userName(appId: String) async throws(BridgeFailure) -> String {
+        guard let userName else { throw .notSupported("getUserName") }
+        return userName
+    }
+
+    public func profilePhoto(appId: String) async throws(BridgeFailure) -> String {
+        guard let profilePhoto else { throw .notSupported("getProfilePhoto") }
+        return profilePhoto
+    }
+
+    public func contacts(appId: String) async throws(BridgeFailure) -> [BridgeContact] {
+        guard let contacts else { throw .notSupported("getContacts") }
+        return contacts
+    }
+
+    public func accessToken(appId: String, audience: String, scopes: [String]) async throws(BridgeFailure) -> BridgeAccessToken {
+        guard let accessTokens else { throw .notSupported("getAccessToken") }
+        guard let token = accessTokens[audience] else {
+            throw BridgeFailure(type: "AuthorizationFailureError", message: "the host has no token for the audience '\(Sanitizer.printable(audience, limit: 80))'")
+        }
+        return BridgeAccessToken(token: token, validUntil: Date().addingTimeInterval(Double(tokenLifetimeSeconds ?? 3600)))
+    }
+
+    public func points(appId: String) async throws(BridgeFailure) -> BridgePoints {
+        guard let points else { throw .notSupported("getPoints") }
+        return points
+    }
+
+    public func phoneNumber(appId: String) async throws(BridgeFailure) -> String {
+        guard let phoneNumber else { throw .notSupported("getPhoneNumber") }
+        return phoneNumber
+    }
+
+    public func isLoggedIn(appId: String) async throws(BridgeFailure) -> Bool {
+        loggedIn ?? (userName != nil)
+    }
+}
+
+/// A host profile that cannot be used.
+public enum HostProfileError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
+    case malformed(String)
+
+    public var description: String {
+        switch self {
+        case .malformed(let reason): return "the host profile is not valid: \(reason)"
+        }
+    }
+
+    public var errorDescription: String? { description }
+}

@@ -1,0 +1,290 @@
+import Foundation
+import Hummingbird
+import HTTPTypes
+import MiniAppBridge
+import MiniAppKit
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Answers the host page's origin and every app's origin, told apart by the `Host` header.
+struct BrowserHostResponder: HTTPResponder {
+    typealias Context = BasicRequestContext
+    let host: BrowserHost
+    /// The apps, by origin label.
+    let apps: [String: RunningApp]
+    let board: HostBoard
+    let files: FileIO
+    let boundPort: NIOLockedValueBox<Int>
+
+    static let sessionHeader = HTTPField.Name("X-Miniapp-Session")!
+
+    func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+        var response: Response
+        do {
+            response = try await route(request, context: context)
+        } catch {
+            response = Self.json(.internalServerError, ["error": .string("the host could not answer")])
+        }
+        response.headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        return response
+    }
+
+    private func route(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let port = boundPort.withLockedValue { $0 }
+        guard let authority = request.head.authority, let name = Self.hostName(authority, port: port) else {
+            return Self.text(.misdirectedRequest, "this host answers localhost:\(port) and its apps' origins only")
+        }
+        if name == "localhost" || name == "127.0.0.1" {
+            return try await hostRoute(request, origin: "http://\(authority)", port: port)
+        }
+        if name.hasSuffix(".localhost"), let app = apps[String(name.dropLast(".localhost".count))] {
+            return try await appRoute(request, app: app, origin: "http://\(authority)", port: port, context: context)
+        }
+        return Self.text(.misdirectedRequest, "no mini-app runs on \(Sanitizer.printable(name, limit: 80))")
+    }
+
+    /// The name of `authority` (`name:port`) when its port is the host's, lowercased.
+    static func hostName(_ authority: String, port: Int) -> String? {
+        guard let colon = authority.lastIndex(of: ":"), authority[authority.index(after: colon)...] == "\(port)" else { return nil }
+        let name = authority[..<colon].lowercased()
+        return name.isEmpty ? nil : name
+    }
+
+    // MARK: The host page's origin
+
+    private func hostRoute(_ request: Request, origin: String, port: Int) async throws -> Response {
+        let path = request.uri.path
+        if path.hasPrefix("/api/") {
+            // Only a host page of this origin holding a live session's secret may ask or decide.
+            if let sent = request.headers[.origin], sent != origin {
+                return Self.json(.forbidden, ["error": .string("host endpoints answer the host page only")])
+            }
+            guard board.isSession(request.headers[Self.sessionHeader]) else {
+                return Self.json(.forbidden, ["error": .string("host endpoints need the host page's session")])
+            }
+            return try await api(request, path: String(path.dropFirst("/api/".count)))
+        }
+        guard request.method == .get || request.method == .head else { return Self.text(.methodNotAllowed, "only GET is served here") }
+        switch path {
+        case "/host.js":
+            return Self.body(HostPage.script, type: "text/javascript; charset=utf-8")
+        case "/":
+            guard apps.count == 1, let app = apps.values.first else { return page(for: nil, port: port) }
+            return page(for: app, port: port)
+        default:
+            if path.hasPrefix("/apps/"), let app = apps.values.first(where: { $0.appId == String(path.dropFirst("/apps/".count)) }) {
+                return page(for: app, port: port)
+            }
+            return Self.text(.notFound, "no such page")
+        }
+    }
+
+    private func page(for app: RunningApp?, port: Int) -> Response {
+        let secret = board.openSession()
+        let frames = "http://*.localhost:\(port)"
+        var response = Self.body(HostPage.html(appId: app?.appId, appOrigin: app.map { "http://\($0.label).localhost:\(port)" }, apps: apps.values.map(\.appId).sorted(), session: secret), type: "text/html; charset=utf-8")
+        response.headers[.contentSecurityPolicy] = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-src \(frames); frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+        response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    private func api(_ request: Request, path: String) async throws -> Response {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        switch (request.method, parts.count) {
+        case (.get, 1) where parts[0] == "notices":
+            let after = Int(request.uri.queryParameters["after"].map(String.init) ?? "0") ?? 0
+            let (next, notices) = await board.notices(after: max(0, after), wait: .seconds(20))
+            return Self.json(.ok, ["next": .number(Double(next)), "notices": .array(notices.map(\.json))])
+        case (.post, 2) where parts[0] == "prompts":
+            guard let id = Int(parts[1]), let decisions = try await Self.decisions(request) else {
+                return Self.json(.badRequest, ["error": .string("send {\"decisions\": {name: \"ALLOWED\" or \"DENIED\"}} to a prompt id")])
+            }
+            guard board.settle(id, with: decisions) else { return Self.json(.notFound, ["error": .string("no such prompt is waiting")]) }
+            return Self.json(.ok, ["settled": .bool(true)])
+        case (.get, 2) where parts[0] == "apps":
+            guard let app = apps.values.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
+            return try await state(of: app)
+        case (.post, 3) where parts[0] == "apps" && parts[2] == "permissions":
+            guard let app = apps.values.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
+            guard let decisions = try await Self.decisions(request) else {
+                return Self.json(.badRequest, ["error": .string("send {\"decisions\": {name: \"ALLOWED\" or \"DENIED\"}}")])
+            }
+            let declared = Set((app.manifest.reqPermissions + app.manifest.optPermissions).map { PermissionName.full($0.name) })
+            let chosen = decisions.filter { declared.contains(PermissionName.full($0.key)) }
+            guard chosen.count == decisions.count else { return Self.json(.badRequest, ["error": .string("the manifest does not declare every permission named")]) }
+            if !chosen.isEmpty { try await host.store.set(appId: app.appId, chosen) }
+            return try await state(of: app)
+        default:
+            return Self.json(.notFound, ["error": .string("no such host endpoint")])
+        }
+    }
+
+    /// `{"decisions": {name: "ALLOWED" | "DENIED"}}` from the request body.
+    private static func decisions(_ request: Request) async throws -> [String: PermissionStatus]? {
+        var request = request
+        let body = try await request.collectBody(upTo: 64 * 1024)
+        guard case .object(let fields)? = JSONReader.value(body.readableBytesView, maxDepth: 4), case .object(let items)? = fields["decisions"] else { return nil }
+        var decisions: [String: PermissionStatus] = [:]
+        for (name, value) in items {
+            guard PermissionName.isValid(name), case .string(let text) = value, let status = PermissionStatus(rawValue: text), status != .notAvailable else { return nil }
+            decisions[name] = status
+        }
+        return decisions
+    }
+
+    /// What the host page shows of an app: its permissions with their statuses, and whether it may start.
+    private func state(of app: RunningApp) async throws -> Response {
+        let permissions = try await host.store.permissions(appId: app.appId, manifest: app.manifest)
+        let missing = permissions.filter { $0.required && $0.status != .allowed }.map(\.name)
+        let items: [JSONValue] = permissions.filter(\.declared).map { state in
+            .object([
+                "name": .string(state.name), "status": .string(state.status.rawValue), "required": .bool(state.required),
+                "reason": state.reason.map { .string($0) } ?? .null, "decided": .bool(state.decidedAt != nil),
+            ])
+        }
+        return Self.json(.ok, [
+            "id": .string(app.appId), "versionId": .string(app.record.versionId), "permissions": .array(items),
+            "launch": .object(["allowed": .bool(missing.isEmpty), "missing": .array(missing.map { .string($0) })]),
+        ])
+    }
+
+    // MARK: An app's origin
+
+    private func appRoute(_ request: Request, app: RunningApp, origin: String, port: Int, context: BasicRequestContext) async throws -> Response {
+        let path = request.uri.path
+        if path.hasPrefix("/api/") {
+            return Self.json(.forbidden, ["error": .string("host endpoints are not reachable from a mini-app's origin")])
+        }
+        switch path {
+        case "/__miniapp/bridge":
+            guard request.method == .post else { return Self.text(.methodNotAllowed, "send bridge messages with POST") }
+            return try await bridge(request, app: app, origin: origin)
+        case "/__miniapp/bridge.js":
+            var response = Self.body(BridgeScript.source(platform: host.environment.platform), type: "text/javascript; charset=utf-8")
+            response.headers[.cacheControl] = "no-store"
+            return response
+        case "/__miniapp/events":
+            let after = Int(request.uri.queryParameters["after"].map(String.init) ?? "0") ?? 0
+            let (next, events) = await app.events.events(after: max(0, after), wait: .seconds(20))
+            return Self.json(.ok, ["next": .number(Double(next)), "events": .array(events.map { .object(["name": .string($0.name), "message": .string($0.message)]) })])
+        default:
+            guard !path.hasPrefix("/__miniapp/") else { return Self.text(.notFound, "no such bridge endpoint") }
+            guard request.method == .get || request.method == .head else { return Self.text(.methodNotAllowed, "only GET is served") }
+            return try await file(path, app: app, port: port, context: context)
+        }
+    }
+
+    private func bridge(_ request: Request, app: RunningApp, origin: String) async throws -> Response {
+        // Only the app's own pages may speak for it: another app's frame sends another Origin.
+        guard request.headers[.origin] == origin else {
+            return Self.json(.forbidden, ["error": .string(BridgeFailure(type: "ForbiddenError", message: "bridge messages come from the app's own origin only").text)])
+        }
+        guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
+            return Self.json(.unsupportedMediaType, ["error": .string(BridgeFailure(type: "MalformedMessageError", message: "send bridge messages as application/json").text)])
+        }
+        var request = request
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: host.limits.maxMessageBytes)
+        } catch {
+            let failure = BridgeMessageError.tooLarge(bytes: host.limits.maxMessageBytes + 1, limit: host.limits.maxMessageBytes).failure
+            return Self.json(.contentTooLarge, ["error": .string(failure.text)])
+        }
+        do {
+            let reply = try await app.dispatcher.reply(toMessage: body.readableBytesView, limits: host.limits)
+            return Self.body(reply.json, type: "application/json", cache: false)
+        } catch {
+            return Self.json(.badRequest, ["error": .string(error.failure.text)])
+        }
+    }
+
+    private func file(_ path: String, app: RunningApp, port: Int, context: BasicRequestContext) async throws -> Response {
+        let decision = try await host.store.launchDecision(appId: app.appId, manifest: app.manifest)
+        guard decision.allowed else {
+            return Self.text(.forbidden, "the launch gate is closed: \(decision.missing.joined(separator: ", ")) not allowed")
+        }
+        guard let relative = Self.relativePath(path) else { return Self.text(.notFound, "no such file") }
+        let file = app.record.path + "/" + relative
+        var info = stat()
+        guard lstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return Self.text(.notFound, "no such file") }
+        let type = Self.contentType(of: relative)
+        var response: Response
+        if type.hasPrefix("text/html") {
+            guard info.st_size <= 16 << 20, let data = FileManager.default.contents(atPath: file) else { return Self.text(.notFound, "no such file") }
+            response = Self.body(Self.injectingBridge(into: data), type: type, cache: false)
+        } else {
+            response = Response(status: .ok, headers: [.contentType: type], body: try await files.loadFile(path: file, context: context))
+        }
+        response.headers[.cacheControl] = "no-store"
+        response.headers[.contentSecurityPolicy] = "frame-ancestors http://localhost:\(port) http://127.0.0.1:\(port)"
+        return response
+    }
+
+    /// The path below the version folder that `path` names (`/` is index.html), or `nil` when it climbs
+    /// out, names a dot file, or cannot be decoded.
+    static func relativePath(_ path: String) -> String? {
+        guard let decoded = path.removingPercentEncoding else { return nil }
+        let components = decoded.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        if components.isEmpty { return "index.html" }
+        guard components.allSatisfy({ !$0.hasPrefix(".") && !$0.contains("\0") && !$0.contains("\\") }) else { return nil }
+        return components.joined(separator: "/")
+    }
+
+    /// The page with the bridge's script first in its head, so that `window.MiniAppBridge` exists before
+    /// any script of the app runs.
+    static func injectingBridge(into data: Data) -> String {
+        let page = String(decoding: data, as: UTF8.self)
+        let tag = "<script src=\"/__miniapp/bridge.js\"></script>"
+        let lowered = page.lowercased()
+        for opening in ["<head", "<html"] {
+            if let start = lowered.range(of: opening), let end = lowered[start.upperBound...].firstIndex(of: ">") {
+                let offset = lowered.distance(from: lowered.startIndex, to: end)
+                let index = page.index(page.startIndex, offsetBy: offset + 1)
+                return String(page[..<index]) + tag + String(page[index...])
+            }
+        }
+        if lowered.hasPrefix("<!doctype"), let end = page.firstIndex(of: ">") {
+            return String(page[...end]) + tag + String(page[page.index(after: end)...])
+        }
+        return tag + page
+    }
+
+    static func contentType(of path: String) -> String {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "html", "htm": "text/html; charset=utf-8"
+        case "js", "mjs": "text/javascript; charset=utf-8"
+        case "css": "text/css; charset=utf-8"
+        case "json", "map": "application/json"
+        case "txt": "text/plain; charset=utf-8"
+        case "png": "image/png"
+        case "jpg", "jpeg": "image/jpeg"
+        case "gif": "image/gif"
+        case "webp": "image/webp"
+        case "svg": "image/svg+xml"
+        case "ico": "image/x-icon"
+        case "woff": "font/woff"
+        case "woff2": "font/woff2"
+        case "ttf": "font/ttf"
+        case "wasm": "application/wasm"
+        default: "application/octet-stream"
+        }
+    }
+
+    // MARK: Responses
+
+    static func body(_ text: String, type: String, cache: Bool = true) -> Response {
+        var headers: HTTPFields = [.contentType: type]
+        if !cache { headers[.cacheControl] = "no-store" }
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func text(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: message + "\n")))
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ fields: [String: JSONValue]) -> Response {
+        Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: ResponseBody(byteBuffer: ByteBuffer(string: JSONText.encode(.object(fields)))))
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import MiniAppBridge
+import MiniAppCore
+import Synchronization
+
+/// What the host page learns from the server: prompts to show, prompts settled elsewhere, apps that
+/// asked to close.
+struct HostNotice: Sendable {
+    enum Kind: Sendable {
+        case prompt(id: Int, PermissionPrompt)
+        case settled(id: Int)
+        case closed(appId: String)
+    }
+
+    let sequence: Int
+    let kind: Kind
+
+    var json: JSONValue {
+        switch kind {
+        case .prompt(let id, let prompt):
+            return .object([
+                "kind": .string("prompt"), "id": .number(Double(id)), "appId": .string(prompt.appId),
+                "items": .array(prompt.items.map { item in
+                    .object(["name": .string(item.name), "reason": item.reason.map { .string($0) } ?? .null, "required": .bool(item.required)])
+                }),
+            ])
+        case .settled(let id): return .object(["kind": .string("settled"), "id": .number(Double(id))])
+        case .closed(let appId): return .object(["kind": .string("closed"), "appId": .string(appId)])
+        }
+    }
+}
+
+/// The host's side of the user interface: the sessions of host pages (each with its secret), the
+/// prompts waiting for the user, and the notices host pages poll for.
+final class HostBoard: Sendable {
+    private struct Pending {
+        let prompt: PermissionPrompt
+        let continuation: CheckedContinuation<[String: PermissionStatus], Never>
+    }
+
+    private struct State {
+        var secrets: [String] = []
+        var notices: [HostNotice] = []
+        var sequence = 0
+        var nextPrompt = 0
+        var pending: [Int: Pending] = [:]
+    }
+
+    private let state = Mutex(State())
+    /// Prompts waiting at once per app, beyond which an app's request is refused.
+    static let maxPendingPerApp = 4
+    private static let maxSessions = 64
+    private static let maxNotices = 256
+
+    /// A new host-page session: its secret, which only that page holds.
+    func openSession() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let secret = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }.hexString
+        state.withLock { state in
+            state.secrets.append(secret)
+            if state.secrets.count > Self.maxSessions { state.secrets.removeFirst(state.secrets.count - Self.maxSessions) }
+        }
+        return secret
+    }
+
+    /// Whether `secret` is a live session's, compared in constant time.
+    func isSession(_ secret: String?) -> Bool {
+        guard let secret, secret.utf8.count == 64 else { return false }
+        let given = Array(secret.utf8)
+        return state.withLock { state in
+            state.secrets.contains { known in
+                zip(Array(known.utf8), given).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+            }
+        }
+    }
+
+    /// Shows `prompt` to the host pages and waits for the user's decisions; a cancelled wait (the app's
+    /// request went away) settles the prompt with no decision.
+    func ask(_ prompt: PermissionPrompt) async throws(BridgeFailure) -> [String: PermissionStatus] {
+        let id: Int? = state.withLock { state in
+            guard state.pending.values.filter({ $0.prompt.appId == prompt.appId }).count < Self.maxPendingPerApp else { return nil }
+            state.nextPrompt += 1
+            return state.nextPrompt
+        }
+        guard let id else {
+            throw BridgeFailure(type: "PermissionRequestBusyError", message: "\(Self.maxPendingPerApp) permission requests are already waiting for the user")
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                state.withLock { state in
+                    state.pending[id] = Pending(prompt: prompt, continuation: continuation)
+                    Self.post(.prompt(id: id, prompt), in: &state)
+                }
+                if Task.isCancelled { _ = settle(id, with: [:]) }
+            }
+        } onCancel: {
+            _ = settle(id, with: [:])
+        }
+    }
+
+    /// Settles prompt `id` with `decisions` (names it does not ask are ignored); `false` when it is not waiting.
+    @discardableResult
+    func settle(_ id: Int, with decisions: [String: PermissionStatus]) -> Bool {
+        let pending: Pending? = state.withLock { state in
+            guard let pending = state.pending.removeValue(forKey: id) else { return nil }
+            Self.post(.settled(id: id), in: &state)
+            return pending
+        }
+        guard let pending else { return false }
+        let asked = Set(pending.prompt.items.map(\.name))
+        pending.continuation.resume(returning: decisions.filter { asked.contains($0.key) })
+        return true
+    }
+
+    /// The app asks to be closed.
+    func close(appId: String) {
+        state.withLock { Self.post(.closed(appId: appId), in: &$0) }
+    }
+
+    /// The notices after `sequence`, waiting up to `wait` for one; prompts still waiting are always included.
+    func notices(after sequence: Int, wait: Duration) async -> (next: Int, notices: [HostNotice]) {
+        let deadline = ContinuousClock.now + wait
+        while true {
+            let found = state.withLock { state -> (Int, [HostNotice]) in
+                let fresh = state.notices.filter { $0.sequence > sequence }
+                if sequence == 0 {
+                    // A page that just opened also gets the prompts posted before it.
+                    let waiting = Set(state.pending.keys)
+                    let replay = state.notices.filter { notice in
+                        if case .prompt(let id, _) = notice.kind { return waiting.contains(id) }
+                        return false
+                    }
+                    return (state.sequence, replay)
+                }
+                return (state.sequence, fresh)
+            }
+            if !found.1.isEmpty || ContinuousClock.now >= deadline { return found }
+            do { try await Task.sleep(for: .milliseconds(50)) } catch { return found }
+        }
+    }
+
+    private static func post(_ kind: HostNotice.Kind, in state: inout State) {
+        state.sequence += 1
+        state.notices.append(HostNotice(sequence: state.sequence, kind: kind))
+        if state.notices.count > maxNotices { state.notices.removeFirst(state.notices.count - maxNotices) }
+    }
+}
+
+/// The events a host sends one app, kept for the app's pages to poll.
+final class EventLog: Sendable {
+    private let state = Mutex<(sequence: Int, events: [(Int, BridgeEvent)])>((1, []))
+    private static let kept = 64
+
+    func append(_ event: BridgeEvent) {
+        state.withLock { state in
+            state.sequence += 1
+            state.events.append((state.sequence, event))
+            if state.events.count > Self.kept { state.events.removeFirst(state.events.count - Self.kept) }
+        }
+    }
+
+    /// The events after `sequence` (a page that just loaded passes 0 and gets only what comes next),
+    /// waiting up to `wait` for one.
+    func events(after sequence: Int, wait: Duration) async -> (next: Int, events: [BridgeEvent]) {
+        let deadline = ContinuousClock.now + wait
+        let start = sequence == 0 ? state.withLock { $0.sequence } : sequence
+        while true {
+            let found = state.withLock { state in (state.sequence, state.events.filter { $0.0 > start }.map(\.1)) }
+            if !found.1.isEmpty || ContinuousClock.now >= deadline { return (max(found.0, start), found.1) }
+            do { try await Task.sleep(for: .milliseconds(50)) } catch { return (start, []) }
+        }
+    }
+}

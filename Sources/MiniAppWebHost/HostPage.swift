@@ -1,0 +1,202 @@
+import MiniAppBridge
+
+/// The host page: the running app in a frame of its own origin, its permissions with a way to revoke
+/// them, the launch gate's question, and the prompts of `requestCustomPermissions`. Everything it shows
+/// that comes from an app or a manifest is set as text, never as markup.
+///
+/// Stable hooks for people and tools: `#miniapp-frame` (the app), `#gate` with `#gate-allow`,
+/// `#gate-deny`, `#gate-message`; `#miniapp-prompt` (a waiting prompt, `data-prompt-id`) with one
+/// checkbox `input[data-permission="<name>"]` per permission, `#prompt-confirm`, `#prompt-allow-all`,
+/// `#prompt-deny-all`; `#permissions` rows `[data-permission="<name>"]` with `data-status` and a
+/// `button[data-action="allow" | "revoke"]`; `#status` for what happened last.
+enum HostPage {
+    static func html(appId: String?, appOrigin: String?, apps: [String], session: String) -> String {
+        func attribute(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+                .replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        }
+        return """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8">
+        <meta name="miniapp-session" content="\(session)">
+        <meta name="viewport" content="width=device-width,initial-scale=1">
+        <title>miniapp host</title>
+        <style>
+        body{font-family:sans-serif;margin:0;display:flex;height:100vh}
+        #side{width:320px;padding:12px;overflow:auto;border-right:1px solid #ccc;box-sizing:border-box}
+        #main{flex:1;position:relative}
+        #miniapp-frame{border:0;width:100%;height:100%}
+        #gate,#miniapp-prompt{position:absolute;inset:0;background:rgba(255,255,255,.97);padding:24px;overflow:auto}
+        .reason{color:#555;font-size:90%;margin:2px 0 10px 24px;white-space:pre-wrap}
+        .row{margin:6px 0}
+        [hidden]{display:none!important}
+        </style>
+        <script src="/host.js"></script>
+        </head>
+        <body data-app="\(attribute(appId ?? ""))" data-origin="\(attribute(appOrigin ?? ""))" data-apps="\(attribute(apps.joined(separator: " ")))">
+        <div id="side"><h2 id="app-title"></h2><div id="status" role="status"></div><h3>Permissions</h3><div id="permissions"></div></div>
+        <div id="main">
+        <div id="gate" hidden><h3>Before this mini-app starts</h3><p>It needs these permissions:</p><div id="gate-items"></div>
+        <button id="gate-allow">Allow and start</button> <button id="gate-deny">Deny</button><p id="gate-message"></p></div>
+        <div id="miniapp-prompt" hidden><h3 id="prompt-title"></h3><div id="prompt-items"></div>
+        <button id="prompt-confirm">Confirm</button> <button id="prompt-allow-all">Allow all</button> <button id="prompt-deny-all">Deny all</button></div>
+        </div>
+        </body></html>
+        """
+    }
+
+    static let script = #"""
+(function () {
+  'use strict';
+  var session, appId, appOrigin, prompts = [], shown = null, after = 0;
+  function api(method, path, body) {
+    return fetch('/api/' + path, {
+      method: method, cache: 'no-store',
+      headers: { 'X-Miniapp-Session': session, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body)
+    }).then(function (response) {
+      return response.json().then(function (json) {
+        if (!response.ok) { throw new Error(json.error || ('HTTP ' + response.status)); }
+        return json;
+      });
+    });
+  }
+  function node(tag, text, attributes) {
+    var element = document.createElement(tag);
+    if (text !== undefined && text !== null) { element.textContent = text; }
+    Object.keys(attributes || {}).forEach(function (key) { element.setAttribute(key, attributes[key]); });
+    return element;
+  }
+  function $(id) { return document.getElementById(id); }
+  function status(text) { $('status').textContent = text; }
+  function clear(element) { while (element.firstChild) { element.removeChild(element.firstChild); } }
+  function decide(decisions) { return api('POST', 'apps/' + encodeURIComponent(appId) + '/permissions', { decisions: decisions }); }
+  function startFrame() {
+    if ($('miniapp-frame')) { return; }
+    var frame = node('iframe', null, {
+      id: 'miniapp-frame', src: appOrigin + '/', title: appId,
+      sandbox: 'allow-scripts allow-same-origin allow-forms allow-popups allow-modals allow-downloads'
+    });
+    $('main').insertBefore(frame, $('main').firstChild);
+  }
+  function stopFrame() { var frame = $('miniapp-frame'); if (frame) { frame.parentNode.removeChild(frame); } }
+  function render(state) {
+    var list = $('permissions');
+    clear(list);
+    state.permissions.forEach(function (permission) {
+      var row = node('div', null, { 'class': 'row', 'data-permission': permission.name, 'data-status': permission.status });
+      row.appendChild(node('strong', permission.name));
+      row.appendChild(node('span', ' ' + permission.status + (permission.required ? ' (required)' : '')));
+      var allowed = permission.status === 'ALLOWED';
+      var button = node('button', allowed ? 'Revoke' : 'Allow', { 'data-action': allowed ? 'revoke' : 'allow' });
+      button.addEventListener('click', function () {
+        var decisions = {}; decisions[permission.name] = allowed ? 'DENIED' : 'ALLOWED';
+        decide(decisions).then(function (next) { status((allowed ? 'Revoked ' : 'Allowed ') + permission.name); render(next); }, fail);
+      });
+      row.appendChild(document.createTextNode(' '));
+      row.appendChild(button);
+      if (permission.reason) { row.appendChild(node('div', permission.reason, { 'class': 'reason' })); }
+      list.appendChild(row);
+    });
+    if (state.launch.allowed) {
+      $('gate').hidden = true;
+      startFrame();
+    } else {
+      stopFrame();
+      showGate(state);
+    }
+  }
+  function showGate(state) {
+    var items = $('gate-items');
+    clear(items);
+    state.permissions.filter(function (p) { return state.launch.missing.indexOf(p.name) >= 0; }).forEach(function (permission) {
+      var row = node('div', null, { 'class': 'row', 'data-permission': permission.name });
+      row.appendChild(node('strong', permission.name));
+      if (permission.reason) { row.appendChild(node('div', permission.reason, { 'class': 'reason' })); }
+      items.appendChild(row);
+    });
+    $('gate').dataset.missing = state.launch.missing.join(' ');
+    $('gate').hidden = false;
+  }
+  function gateDecision(status) {
+    var decisions = {};
+    ($('gate').dataset.missing || '').split(' ').filter(Boolean).forEach(function (name) { decisions[name] = status; });
+    decide(decisions).then(function (state) {
+      render(state);
+      if (!state.launch.allowed) {
+        $('gate-message').textContent = 'The mini-app stays closed: ' + state.launch.missing.join(', ') + ' not allowed.';
+      } else {
+        $('gate-message').textContent = '';
+      }
+    }, fail);
+  }
+  function refresh() { return api('GET', 'apps/' + encodeURIComponent(appId)).then(render, fail); }
+  function fail(error) { status('Failed: ' + error.message); }
+  function showNextPrompt() {
+    if (shown !== null || prompts.length === 0) { return; }
+    shown = prompts.shift();
+    var box = $('miniapp-prompt'), items = $('prompt-items');
+    clear(items);
+    box.dataset.promptId = String(shown.id);
+    $('prompt-title').textContent = shown.appId + ' asks for:';
+    shown.items.forEach(function (item) {
+      var row = node('div', null, { 'class': 'row' });
+      var label = node('label');
+      var box = node('input', null, { type: 'checkbox', 'data-permission': item.name });
+      label.appendChild(box);
+      label.appendChild(document.createTextNode(' ' + item.name + (item.required ? ' (required)' : '')));
+      row.appendChild(label);
+      if (item.reason) { row.appendChild(node('div', item.reason, { 'class': 'reason' })); }
+      items.appendChild(row);
+    });
+    box.hidden = false;
+  }
+  function answerPrompt(choose) {
+    if (shown === null) { return; }
+    var decisions = {};
+    Array.prototype.forEach.call(document.querySelectorAll('#prompt-items input[data-permission]'), function (input) {
+      decisions[input.getAttribute('data-permission')] = choose === undefined ? (input.checked ? 'ALLOWED' : 'DENIED') : choose;
+    });
+    var id = shown.id;
+    hidePrompt();
+    api('POST', 'prompts/' + id, { decisions: decisions }).then(function () { status('Answered the request'); return refresh(); }, fail);
+  }
+  function hidePrompt() { shown = null; $('miniapp-prompt').hidden = true; showNextPrompt(); }
+  function poll() {
+    api('GET', 'notices?after=' + after).then(function (batch) {
+      after = batch.next;
+      batch.notices.forEach(function (notice) {
+        if (notice.kind === 'prompt') { prompts.push(notice); }
+        else if (notice.kind === 'settled') {
+          prompts = prompts.filter(function (p) { return p.id !== notice.id; });
+          if (shown && shown.id === notice.id) { hidePrompt(); }
+        } else if (notice.kind === 'closed' && notice.appId === appId) { stopFrame(); status('The mini-app closed itself'); }
+      });
+      showNextPrompt();
+      setTimeout(poll, 0);
+    }, function () { setTimeout(poll, 1000); });
+  }
+  document.addEventListener('DOMContentLoaded', function () {
+    session = document.querySelector('meta[name="miniapp-session"]').getAttribute('content');
+    appId = document.body.getAttribute('data-app');
+    appOrigin = document.body.getAttribute('data-origin');
+    $('gate-allow').addEventListener('click', function () { gateDecision('ALLOWED'); });
+    $('gate-deny').addEventListener('click', function () { gateDecision('DENIED'); });
+    $('prompt-confirm').addEventListener('click', function () { answerPrompt(); });
+    $('prompt-allow-all').addEventListener('click', function () { answerPrompt('ALLOWED'); });
+    $('prompt-deny-all').addEventListener('click', function () { answerPrompt('DENIED'); });
+    if (!appId) {
+      $('app-title').textContent = 'Mini-apps';
+      (document.body.getAttribute('data-apps') || '').split(' ').filter(Boolean).forEach(function (id) {
+        var link = node('a', id, { href: '/apps/' + encodeURIComponent(id) });
+        $('permissions').appendChild(node('div', null, { 'class': 'row' })).appendChild(link);
+      });
+      return;
+    }
+    $('app-title').textContent = appId;
+    refresh();
+    poll();
+  });
+})();
+"""#
+}

@@ -1,0 +1,131 @@
+import ArgumentParser
+import Foundation
+import MiniAppKit
+import MiniAppBridge
+import MiniAppWebHost
+
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a mini-app in a browser: install it as load does, then host it with its bridge on 127.0.0.1.",
+        discussion: """
+            Prints the host page's URL (http://localhost:<port>/) as the first line of stdout and serves until
+            interrupted. The app runs in a frame of its own origin (http://<app>.localhost:<port>); the host page
+            asks for the permissions its launch gate needs and for those it requests, and lists what it was
+            granted with a way to revoke it. --host-profile names a JSON file standing in for the host's user
+            (userName, profilePhoto, contacts, accessTokens, points, locale, hostVersion, ...).
+            Examples:
+              miniapp run 1a2b3c
+              miniapp run 1a2b3c --port 8080 --host-profile profile.json --open
+            """
+    )
+
+    @OptionGroup var target: AppTargetArguments
+
+    @Option(help: "The port to listen on (0, the default, picks a free one).")
+    var port: Int = 0
+
+    @Option(name: .customLong("host-profile"), help: "A JSON file standing in for the host's user.")
+    var hostProfile: String?
+
+    @Flag(help: "Open the host page in the default browser.")
+    var open = false
+
+    @OptionGroup var options: GlobalOptions
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+    }
+
+    func run() async throws {
+        let profile = try hostProfile.map(Self.readProfile) ?? HostProfile()
+        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(), options: options)
+        let identity = try BridgeSecret.identity(cacheDirectory: configuration.cacheDirectory)
+        try await options.withPermissionStore(configuration) { store in
+            try await options.withInstaller(configuration, needsPlatform: true, permissionStore: store) { installer in
+                let record: InstallRecord
+                do {
+                    let outcome = try await installer.load(appId: appId, versionId: versionId, progress: options.progressBar(for: appId))
+                    for note in outcome.notes { Console.warning(note, quiet: options.quiet) }
+                    record = outcome.record
+                } catch PermissionStoreError.launchRefused(_, let missing) {
+                    // The host page asks for what the launch gate needs before the app starts.
+                    guard let cached = try await installer.cachedVersions(appId: appId).first(where: { versionId == nil || $0.versionId == versionId }) else {
+                        throw PermissionStoreError.launchRefused(appId: appId, missing: missing)
+                    }
+                    record = cached
+                }
+                let host = BrowserHost(installer: installer, store: store, profile: profile, identity: identity, port: port, logger: options.logger)
+                let json = options.json, quiet = options.quiet, open = self.open
+                try await host.run([record]) { url in
+                    let origin = "http://\(BrowserHost.label(of: record.id)).localhost:\(url.port ?? 0)"
+                    if json {
+                        try? Console.json(RunDocument(url: url.absoluteString, id: record.id, versionId: record.versionId, origin: origin))
+                    } else {
+                        Console.output(url.absoluteString)
+                        if !quiet { Console.standardError("running \(record.id) \(record.versionId) at \(origin); the host page is \(url.absoluteString) (Ctrl-C stops)") }
+                    }
+                    if open { Self.openInBrowser(url, quiet: quiet) }
+                }
+            }
+        }
+    }
+
+    /// The host profile in `path`: a regular file of at most 1 MiB holding one JSON object.
+    static func readProfile(_ path: String) throws -> HostProfile {
+        let shown = Sanitizer.printable(path, limit: 120)
+        let bytes: [UInt8]
+        switch FileReading.read(path) {
+        case .contents(let contents): bytes = contents
+        case .missing: throw ValidationError("--host-profile \(shown) does not exist")
+        case .unreadable(let code): throw ValidationError("--host-profile \(shown) cannot be read: \(String(cString: strerror(code)))")
+        }
+        guard bytes.count <= 1 << 20 else { throw ValidationError("--host-profile \(shown) is over 1 MiB") }
+        do {
+            return try HostProfile(json: Data(bytes))
+        } catch {
+            throw ValidationError("--host-profile \(Sanitizer.printable(path, limit: 120)): \(error.description)")
+        }
+    }
+
+    private static func openInBrowser(_ url: URL, quiet: Bool) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["xdg-open", url.absoluteString]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { Console.warning("cannot open a browser (xdg-open): open \(url.absoluteString) yourself", quiet: quiet) }
+    }
+}
+
+/// The secret a host's per-app identifiers derive from (`getUniqueId`, `getMauid`...), kept in the cache
+/// folder so that each app's ids stay the same from one run to the next.
+enum BridgeSecret {
+    static func identity(cacheDirectory: String) throws -> BridgeIdentity {
+        let path = cacheDirectory + "/bridge.secret"
+        if case .contents(let bytes) = FileReading.read(path, followingLinks: false), bytes.count == 32 {
+            return BridgeIdentity(secret: bytes)
+        }
+        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        let secret = BridgeIdentity.randomSecret()
+        // Written to a private temporary file and renamed: a reader sees no secret or the whole one.
+        let temporary = path + ".\(getpid()).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary]) }
+        let written = secret.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        guard written == secret.count, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
+        return BridgeIdentity(secret: secret)
+    }
+}
+
+/// What `run --json` prints once the host listens.
+private struct RunDocument: Encodable {
+    let url: String
+    let id: String
+    let versionId: String
+    let origin: String
+}

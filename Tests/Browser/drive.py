@@ -1,0 +1,245 @@
+#!/usr/bin/python3
+"""Drives `miniapp run` in headless Chromium (Debian's chromium and chromium-driver, Selenium).
+
+Usage: drive.py <miniapp> <work-dir> [<real-sample.zip>] [--store <postgres-url>]
+Publishes the probe mini-app (Tests/Browser/probe) and, when given, Rakuten's real sample into a
+registry in <work-dir>, runs them with `miniapp run`, and checks what a user and an app can do. Prints
+one line per check and exits non-zero on the first failure.
+"""
+import json, os, re, subprocess, sys, time, urllib.request, urllib.error
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+MINIAPP, WORK = sys.argv[1], sys.argv[2]
+REST = sys.argv[3:]
+STORE = None
+if '--store' in REST:
+    STORE = REST[REST.index('--store') + 1]
+    REST = REST[:REST.index('--store')]
+SAMPLE = REST[0] if REST else None
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROFILE = {"userName": "Aiko Tanaka", "locale": "ja-JP", "hostVersion": "3.2.1", "phoneNumber": "+81-3-0000-0000",
+           "contacts": [{"id": "c1", "name": "Ken", "email": "ken@example.com"}],
+           "points": {"standard": 120, "term": 30, "cash": 5}, "accessTokens": {"rae": "tok-rae"}}
+processes = []
+
+
+def check(condition, what, detail=''):
+    if not condition:
+        print('FAIL:', what, detail)
+        raise SystemExit(1)
+    print('ok:', what)
+
+
+def miniapp(*args, **kwargs):
+    return subprocess.run([MINIAPP, *args], capture_output=True, text=True, **kwargs)
+
+
+def start_run(app_id, cache, extra=()):
+    env = dict(os.environ)
+    process = subprocess.Popen([MINIAPP, 'run', app_id, '--platform', WORK + '/registry', '--cache-dir', cache,
+                                '--host-profile', WORK + '/profile.json', *extra],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    processes.append(process)
+    url = process.stdout.readline().strip()
+    check(re.fullmatch(r'http://localhost:\d+/', url) is not None, 'run %s prints its URL first' % app_id, url + process.stderr.read() if not url else url)
+    return url, int(url.rsplit(':', 1)[1].strip('/'))
+
+
+def browser():
+    options = Options()
+    options.binary_location = '/usr/bin/chromium'
+    for argument in ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1280,900']:
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service('/usr/bin/chromedriver'), options=options)
+
+
+def wait(predicate, what, seconds=20):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception:
+            pass
+        time.sleep(0.1)
+    check(False, what, '(timed out)')
+
+
+def call(driver, expression):
+    """Runs `expression` (a promise) in the current frame; returns {'ok': value} or {'err': text, 'name': ...}."""
+    return driver.execute_async_script(
+        'var done = arguments[arguments.length - 1];'
+        'Promise.resolve().then(function () { return ' + expression + '; })'
+        '.then(function (v) { done({ok: v === undefined ? null : v}); },'
+        ' function (e) { done({err: typeof e === "string" ? e : String(e && e.message), name: e && e.name}); });')
+
+
+def into_app(driver):
+    driver.switch_to.default_content()
+    frame = wait(lambda: driver.find_element(By.ID, 'miniapp-frame'), 'the app frame is shown')
+    driver.switch_to.frame(frame)
+    wait(lambda: driver.execute_script('return !!window.MiniAppBridge && document.readyState === "complete"'), 'the bridge is defined in the app')
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    with open(WORK + '/profile.json', 'w') as f:
+        json.dump(PROFILE, f)
+    check(miniapp('keygen', '--out', WORK + '/key').returncode == 0, 'keygen')
+    for app_id in ['probe', 'probe-two']:
+        published = miniapp('publish', HERE + '/probe', '--registry', WORK + '/registry', '--app-id', app_id, '--version-tag', '1.0.0', '--key', WORK + '/key.pem')
+        check(published.returncode == 0, 'publish ' + app_id, published.stderr)
+    cache = WORK + '/cache'
+    extra = ('--permission-store', STORE) if STORE else ()
+    url, port = start_run('probe', cache, extra)
+    driver = browser()
+    driver.set_script_timeout(30)
+    try:
+        driver.get(url)
+        gate = wait(lambda: driver.find_element(By.ID, 'gate').is_displayed() and driver.find_element(By.ID, 'gate'), 'the launch gate asks before the app starts')
+        check('To greet you by name <b>really</b>.' in gate.text, 'the gate shows the manifest reason as text', gate.text)
+        check(len(driver.find_elements(By.ID, 'miniapp-frame')) == 0, 'no frame while the gate is closed')
+        driver.find_element(By.ID, 'gate-deny').click()
+        wait(lambda: 'rakuten.miniapp.user.USER_NAME' in driver.find_element(By.ID, 'gate-message').text, 'a denial says which permission is missing')
+        check(len(driver.find_elements(By.ID, 'miniapp-frame')) == 0, 'a denial keeps the app closed')
+        files = urllib.request.Request('http://127.0.0.1:%d/' % port, headers={'Host': 'probe.localhost:%d' % port})
+        try:
+            urllib.request.urlopen(files)
+            check(False, 'files are refused while the gate is closed')
+        except urllib.error.HTTPError as error:
+            check(error.code == 403, 'files are refused while the gate is closed', str(error.code))
+        driver.find_element(By.ID, 'gate-allow').click()
+        into_app(driver)
+        origin = driver.execute_script('return location.origin')
+        check(origin == 'http://probe.localhost:%d' % port, 'the app runs on its own origin', origin)
+
+        unique = call(driver, 'MiniAppBridge.getUniqueId()')
+        check(re.fullmatch(r'[0-9a-f]{64}', unique.get('ok') or '') is not None, 'getUniqueId', unique)
+        info = call(driver, 'MiniAppBridge.getHostEnvironmentInfo()')['ok']
+        check(info['hostLocale'] == 'ja-JP' and info['hostVersion'] == '3.2.1' and info['platform'] == 'Web', 'getHostEnvironmentInfo', info)
+        check(call(driver, 'MiniAppBridge.getUserName()') == {'ok': 'Aiko Tanaka'}, 'getUserName once USER_NAME is allowed')
+        denied = call(driver, 'MiniAppBridge.getContacts()')
+        check('err' in denied and 'userDenied' in denied['err'], 'getContacts is denied while CONTACT_LIST is undecided', denied)
+        denied = call(driver, 'MiniAppBridge.getPoints()')
+        check(denied.get('name') == 'userDenied', 'getPoints is denied (parsed error form)', denied)
+
+        # requestCustomPermissions: the host page asks; the app waits for the user's click.
+        driver.execute_script('window.__asked = null; MiniAppBridge.requestCustomPermissions(['
+                              '{name: "rakuten.miniapp.user.CONTACT_LIST", description: "<img src=x onerror=alert(1)> trust me"},'
+                              '{name: "rakuten.miniapp.device.LOCATION", description: "undeclared"},'
+                              '{name: "com.example.UNKNOWN", description: "unknown"}]).then(function (r) { window.__asked = r; })')
+        driver.switch_to.default_content()
+        prompt = wait(lambda: driver.find_element(By.ID, 'miniapp-prompt').is_displayed() and driver.find_element(By.ID, 'miniapp-prompt'), 'the host page shows the prompt')
+        check('To pick a friend to share with.' in prompt.text and 'trust me' not in prompt.text, 'the prompt shows the manifest reason, not the app text', prompt.text)
+        check(len(driver.find_elements(By.CSS_SELECTOR, '#prompt-items input[data-permission]')) == 1, 'only the declared undecided permission is asked')
+
+        # The app cannot answer its own prompt: not through the host page's DOM, not through the host's endpoints.
+        into_app(driver)
+        forged = call(driver, 'Promise.resolve().then(function () { window.parent.document.getElementById("prompt-allow-all").click(); return "clicked"; })')
+        check('err' in forged, 'the app cannot click the host prompt', forged)
+        own = call(driver, 'fetch("/api/apps/probe/permissions", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({decisions: {"rakuten.miniapp.user.CONTACT_LIST": "ALLOWED"}})}).then(function (r) { return r.status; })')
+        check(own == {'ok': 403}, 'host endpoints answer 403 on the app origin', own)
+        host = call(driver, 'fetch("http://localhost:%d/api/apps/probe/permissions", {method: "POST", mode: "no-cors", body: JSON.stringify({decisions: {"rakuten.miniapp.user.CONTACT_LIST": "ALLOWED"}})}).then(function () { return "sent"; })' % port)
+        check(call(driver, 'Promise.resolve(window.__asked)') == {'ok': None}, 'the request still waits for the user', host)
+        decide = urllib.request.Request('http://127.0.0.1:%d/api/apps/probe/permissions' % port, method='POST', data=b'{"decisions":{"rakuten.miniapp.user.CONTACT_LIST":"ALLOWED"}}',
+                                        headers={'Host': 'localhost:%d' % port, 'Origin': 'http://probe.localhost:%d' % port, 'Content-Type': 'application/json'})
+        try:
+            urllib.request.urlopen(decide)
+            check(False, 'a decision from the app origin is refused')
+        except urllib.error.HTTPError as error:
+            check(error.code == 403, 'a decision from the app origin gets 403', str(error.code))
+
+        driver.switch_to.default_content()
+        driver.find_element(By.CSS_SELECTOR, '#prompt-items input[data-permission="rakuten.miniapp.user.CONTACT_LIST"]').click()
+        driver.find_element(By.ID, 'prompt-confirm').click()
+        into_app(driver)
+        asked = wait(lambda: driver.execute_script('return window.__asked'), 'requestCustomPermissions is answered after the click')
+        statuses = {p['name']: p['status'] for p in asked['permissions']}
+        check(statuses == {'rakuten.miniapp.user.CONTACT_LIST': 'ALLOWED', 'rakuten.miniapp.device.LOCATION': 'DENIED', 'com.example.UNKNOWN': 'PERMISSION_NOT_AVAILABLE'},
+              'each status is answered as the native SDKs do', statuses)
+        contacts = call(driver, 'MiniAppBridge.getContacts()')
+        check(contacts == {'ok': [{'id': 'c1', 'name': 'Ken', 'email': 'ken@example.com'}]}, 'getContacts once allowed', contacts)
+        shown = miniapp('permissions', 'show', 'probe', '--cache-dir', cache, '--platform', WORK + '/registry', '--json', *extra)
+        check('"ALLOWED"' in shown.stdout and 'CONTACT_LIST' in shown.stdout, 'the decision is in the permission store', shown.stdout + shown.stderr)
+
+        # Tokens: gated by ACCESS_TOKEN and by the manifest's audiences and scopes.
+        check(call(driver, 'MiniAppBridge.getAccessToken("rae", ["idinfo_read_openid"])').get('name') == 'userDenied', 'getAccessToken is denied while ACCESS_TOKEN is undecided')
+        driver.switch_to.default_content()
+        driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.ACCESS_TOKEN"] button[data-action="allow"]').click()
+        wait(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.ACCESS_TOKEN"]').get_attribute('data-status') == 'ALLOWED', 'the host page grants ACCESS_TOKEN')
+        into_app(driver)
+        token = call(driver, 'MiniAppBridge.getAccessToken("rae", ["idinfo_read_openid"]).then(function (t) { return {token: t.token, date: t.validUntil instanceof Date, scopes: t.scopes}; })')
+        check(token.get('ok', {}).get('token') == 'tok-rae' and token['ok']['date'], 'getAccessToken for a listed audience and scope', token)
+        scope = call(driver, 'MiniAppBridge.getAccessToken("rae", ["memberinfo_read_point"])')
+        check(scope.get('name') == 'ScopesNotSupportedError', 'a scope the manifest lacks is refused', scope)
+        audience = call(driver, 'MiniAppBridge.getAccessToken("api-c", ["idinfo_read_openid"])')
+        check(audience.get('name') == 'AudienceNotSupportedError', 'an audience the manifest lacks is refused', audience)
+
+        # Secure storage: kept across a reload, limited, and per app.
+        check(call(driver, 'MiniAppBridge.setSecureStorage({greeting: "こんにちは", other: "x"})') == {'ok': None}, 'setSecureStorage')
+        driver.execute_script('location.reload()')
+        time.sleep(0.5)
+        into_app(driver)
+        wait(lambda: driver.execute_script('return window.MiniAppBridge.isSecureStorageReady'), 'secure storage is ready after a reload')
+        check(call(driver, 'MiniAppBridge.getSecureStorageItem("greeting")') == {'ok': 'こんにちは'}, 'secure storage keeps items across a reload')
+        check(call(driver, 'MiniAppBridge.getSecureStorageItem("missing")') == {'ok': None}, 'a missing item is null')
+        full = call(driver, 'MiniAppBridge.setSecureStorage({big: "x".repeat(1100000)})')
+        check(full.get('name') == 'SecureStorageFullError', 'the size limit answers SecureStorageFullError', full)
+        size = call(driver, 'MiniAppBridge.getSecureStorageSize()')['ok']
+        check(size['max'] == 1048576 and 0 < size['used'] < 100, 'getSecureStorageSize', size)
+        big = call(driver, 'MiniAppBridge.setSecureStorage({big: "x".repeat(3000000)})')
+        check(big.get('name') == 'MessageTooLargeError', 'an oversized message gets an error', big)
+        unknown = call(driver, 'new Promise(function (ok, ko) { MiniAppBridge.executor.exec("noSuchAction", null, ok, ko); })')
+        check('UnknownActionError' in unknown.get('err', ''), 'an unknown action is answered with an error', unknown)
+        malformed = call(driver, 'fetch("/__miniapp/bridge", {method: "POST", headers: {"Content-Type": "application/json"}, body: "{\\"id\\": 5, \\"action\\": [1]"}).then(function (r) { return r.json().then(function (j) { return [r.status, j.error]; }); })')
+        check(malformed['ok'][0] == 400 and 'MalformedMessageError' in malformed['ok'][1], 'a malformed message gets an error', malformed)
+        check(call(driver, 'MiniAppBridge.getUniqueId()').get('ok') == unique['ok'], 'the host still answers after bad messages')
+
+        # Revoking a required permission closes the gate.
+        driver.switch_to.default_content()
+        driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.USER_NAME"] button[data-action="revoke"]').click()
+        wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and driver.find_element(By.ID, 'gate').is_displayed(), 'revoking USER_NAME closes the app')
+
+        # A second app on the same cache and store: its own origin, its own storage.
+        url_two, port_two = start_run('probe-two', cache, extra)
+        driver.get(url_two)
+        driver.find_element(By.ID, 'gate-allow').click()
+        into_app(driver)
+        check(call(driver, 'MiniAppBridge.getSecureStorageItem("greeting")') == {'ok': None}, 'secure storage is isolated between apps')
+        other_id = call(driver, 'MiniAppBridge.getUniqueId()')['ok']
+        check(other_id != unique['ok'], 'unique ids differ between apps')
+
+        if SAMPLE:
+            published = miniapp('publish', SAMPLE, '--registry', WORK + '/registry', '--app-id', 'js-sample', '--version-tag', '1.0.0', '--key', WORK + '/key.pem')
+            check(published.returncode == 0, 'publish the real sample', published.stderr)
+            url_three, _ = start_run('js-sample', cache, extra)
+            driver.get(url_three)
+            wait(lambda: driver.find_element(By.ID, 'gate').is_displayed(), 'the sample asks for its required permissions')
+            driver.find_element(By.ID, 'gate-allow').click()
+            into_app(driver)
+            body = wait(lambda: (lambda t: t if 'Ready' in t and '3.2.1' in t else None)(driver.find_element(By.TAG_NAME, 'body').text), 'the sample landing page shows the host answers', 40)
+            for expected in ['3.2.1', 'ja-JP', 'Web', 'Ready', '0.1.0']:
+                check(expected in body, 'the sample landing page shows ' + expected, body[-600:])
+            driver.find_element(By.XPATH, '//*[normalize-space(text())="Fetch Unique ID"]').click()
+            button = wait(lambda: driver.find_element(By.XPATH, '//button[contains(., "MESSAGING") or contains(., "Messaging") or contains(., "UNIQUE") or contains(., "Unique")]'), 'the sample unique-id page')
+            button.click()
+            wait(lambda: re.search(r'[0-9a-f]{64}', driver.find_element(By.TAG_NAME, 'body').text), 'the sample unique-id page shows an id from the bridge')
+            print('ok: the real sample runs through the bridge')
+        else:
+            print('skipped: the real sample (../shared/real-miniapps is absent)')
+    finally:
+        driver.quit()
+        for process in processes:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    print('all browser checks passed')
+
+
+main()
