@@ -17,6 +17,17 @@ package protocol PermissionBackend: Sendable {
     func apply(appId: String, _ decisions: [StoredPermission]) async throws(PermissionStoreError)
     /// Forgets the app's decisions in one transaction, with a history row for each.
     func reset(appId: String, at date: Date) async throws(PermissionStoreError)
+    /// The value the app stored under `key`, or nil.
+    func storageItem(appId: String, key: String) async throws(PermissionStoreError) -> String?
+    /// In one transaction: the bytes the app's items use, and what they would use with `items`
+    /// (distinct keys) stored; the items are stored only when that is at most `limit`.
+    func setStorageItems(appId: String, _ items: [(key: String, value: String)], limit: Int) async throws(PermissionStoreError) -> StorageChange
+    /// Removes the app's items under `keys` (missing ones are fine) in one transaction.
+    func removeStorageItems(appId: String, keys: [String]) async throws(PermissionStoreError)
+    /// Removes every item of the app.
+    func clearStorage(appId: String) async throws(PermissionStoreError)
+    /// The bytes the app's items use (UTF-8 bytes of keys and values).
+    func storageUsed(appId: String) async throws(PermissionStoreError) -> Int
     /// Closes the connections.
     func close() async
 }
@@ -46,7 +57,7 @@ public struct PermissionStoreTimeouts: Sendable, Equatable {
 public final class PermissionStore: Sendable {
     /// Where the store is.
     public let location: PermissionStoreLocation
-    private let backend: any PermissionBackend
+    let backend: any PermissionBackend
 
     /// The store as messages name it: the SQLite file's path, or the PostgreSQL URL without its password.
     public var path: String { backend.name }

@@ -9,12 +9,14 @@ import Synchronization
 
 /// The permission store in PostgreSQL, shared by a fleet of hosts.
 ///
-/// Tables `miniapp_schema`, `miniapp_permission` and `miniapp_permission_history` and functions
-/// `miniapp_apply` and `miniapp_reset` (in the URL's `search_path`, else the server's default schema),
-/// created or migrated only when behind, under an advisory lock so that instances starting at once
-/// migrate once. Every change is one statement (one transaction, one round trip) calling a function that
-/// first takes a per-app advisory lock, so that the history written is the current state's history
-/// whatever other machines do at once. Connections are kept (a few idle) and every wait is bounded: the
+/// Tables `miniapp_schema`, `miniapp_permission`, `miniapp_permission_history` and `miniapp_storage`
+/// and functions `miniapp_apply`, `miniapp_reset` and `miniapp_storage_set` (in the URL's
+/// `search_path`, else the server's default schema), created or migrated only when behind, under an
+/// advisory lock so that instances starting at once migrate once. Every change of decisions, and every
+/// write of secure-storage items, is one statement (one transaction, one round trip) calling a function
+/// that first takes a per-app advisory lock, so that the history written is the current state's history
+/// whatever other machines do at once, and writers at once never pass an app's storage limit together;
+/// removing items is one `DELETE`. Connections are kept (a few idle) and every wait is bounded: the
 /// connect timeout for connecting and logging in, the statement timeout for each operation, on the
 /// client's clock (a server that stopped answering) and on the server's (`statement_timeout`,
 /// `lock_timeout`).
@@ -27,8 +29,8 @@ final class PostgresPermissionBackend: PermissionBackend {
     private let isClosed = Mutex(false)
     private let lastConnectionID = Mutex(0)
 
-    /// The schema version this code writes.
-    static let schemaVersion = 2
+    /// The schema versions this code writes (3 is not one of them).
+    static let schemaVersions: Set<Int> = [1, 2, 4]
     /// The most connections kept open between operations.
     static let maxIdle = 4
     /// Advisory lock keys: the migration's, and the class of the per-app locks.
@@ -103,20 +105,27 @@ final class PostgresPermissionBackend: PermissionBackend {
 
     // MARK: Schema
 
+    /// The versions `miniapp_schema` lists.
+    private static func appliedVersions(_ connection: PostgresConnection, logger: Logger) async throws -> Set<Int> {
+        Set(try await connection.query("SELECT version FROM miniapp_schema", logger: logger).collect().map { try $0.decode(Int.self) })
+    }
+
+    /// Applies each step whose version `miniapp_schema` does not list, whichever others it lists: a
+    /// step never depends on one numbered between it and the steps before it.
     private func migrate() async throws(PermissionStoreError) {
-        let current = try await run { connection, logger in
+        let applied = try await run { connection, logger in
             let rows = try await connection.query("SELECT to_regclass('miniapp_schema') IS NOT NULL", logger: logger).collect()
-            guard try rows.first?.decode(Bool.self) == true else { return 0 }
-            return try await connection.query("SELECT coalesce(max(version), 0) FROM miniapp_schema", logger: logger).collect().first?.decode(Int.self) ?? 0
+            guard try rows.first?.decode(Bool.self) == true else { return Set<Int>() }
+            return try await Self.appliedVersions(connection, logger: logger)
         }
-        guard current < Self.schemaVersion else { return }
+        guard !Self.schemaVersions.isSubset(of: applied) else { return }
         try await run { connection, logger in
             try await connection.withTransaction(logger: logger) { connection in
                 // Instances that start at once wait here for the first, then find nothing to do.
                 _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger).collect()
                 _ = try await connection.query("CREATE TABLE IF NOT EXISTS miniapp_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())", logger: logger).collect()
-                let version = try await connection.query("SELECT coalesce(max(version), 0) FROM miniapp_schema", logger: logger).collect().first?.decode(Int.self) ?? 0
-                if version < 1 {
+                let applied = try await Self.appliedVersions(connection, logger: logger)
+                if !applied.contains(1) {
                     for statement: PostgresQuery in [
                         """
                         CREATE TABLE miniapp_permission (app_id text NOT NULL, name text NOT NULL, status text NOT NULL,
@@ -133,7 +142,7 @@ final class PostgresPermissionBackend: PermissionBackend {
                     }
                     logger.info("created the permission store's tables", metadata: ["store": "\(self.name)"])
                 }
-                if version < 2 {
+                if !applied.contains(2) {
                     // A change in one round trip: the app's lock, then each status read after it (a
                     // function's statements each see what committed before them), written with its history.
                     for statement: PostgresQuery in [
@@ -169,6 +178,12 @@ final class PostgresPermissionBackend: PermissionBackend {
                     ] {
                         _ = try await connection.query(statement, logger: logger).collect()
                     }
+                }
+                if !applied.contains(4) {
+                    for statement in Self.secureStorageSchema {
+                        _ = try await connection.query(statement, logger: logger).collect()
+                    }
+                    _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (4)", logger: logger).collect()
                 }
             }
         }
@@ -239,7 +254,7 @@ final class PostgresPermissionBackend: PermissionBackend {
 
     /// Runs `body` on a kept or new connection within the statement timeout, mapping failures to
     /// ``PermissionStoreError``; a serialization failure or deadlock is retried while time is left.
-    private func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(PermissionStoreError) -> T {
+    func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(PermissionStoreError) -> T {
         let deadline = ContinuousClock.now + timeouts.statement
         var attempt = 0
         while true {

@@ -6,9 +6,10 @@ import Synchronization
 /// The permission store in SQLite (by default `permissions.sqlite` in the cache directory).
 ///
 /// WAL mode and a busy timeout let several processes read and write at once; every change runs in one
-/// transaction and leaves a history row. The file is created with mode 0600. A damaged file is reported,
-/// never reset. Reads and writes are async and run on SQLite's own queues, never on the caller's
-/// thread; every wait for another process is bounded by the lock timeout given at open.
+/// transaction and leaves a history row (the apps' secure-storage items, in table `storageItem`, have
+/// none). The file is created with mode 0600. A damaged file is reported, never reset. Reads and writes
+/// are async and run on SQLite's own queues, never on the caller's thread; every wait for another
+/// process is bounded by the lock timeout given at open.
 final class SQLitePermissionBackend: PermissionBackend {
     /// The database file.
     let path: String
@@ -155,6 +156,15 @@ final class SQLitePermissionBackend: PermissionBackend {
                 table.column("changedAt", .double).notNull()
             }
         }
+        // Each app's secure-storage items: values as bytes (a string's UTF-8), which keep NUL characters.
+        migrator.registerMigration("v2") { db in
+            try db.create(table: "storageItem", options: [.withoutRowID]) { table in
+                table.column("appId", .text).notNull()
+                table.column("key", .text).notNull()
+                table.column("value", .blob).notNull()
+                table.primaryKey(["appId", "key"])
+            }
+        }
         return migrator
     }
 
@@ -173,7 +183,7 @@ final class SQLitePermissionBackend: PermissionBackend {
         return .unavailable(path: path, reason: "\(error)")
     }
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PermissionStoreError) -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PermissionStoreError) -> T {
         do {
             return try await database.read(body)
         } catch {
@@ -181,7 +191,7 @@ final class SQLitePermissionBackend: PermissionBackend {
         }
     }
 
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PermissionStoreError) -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PermissionStoreError) -> T {
         do {
             return try await writer().write(body)
         } catch {
