@@ -2,12 +2,15 @@ import Foundation
 import Hummingbird
 import Logging
 import MiniAppKit
+import MiniAppWebHost
 import NIOCore
 import NIOPosix
 
 /// A small host service that embeds MiniAppKit: it lists the platform's mini-apps, installs and loads
 /// one, serves the loaded bundle's files to a browser behind the launch gate, lets the user grant or
-/// deny a permission, and answers a mini-app bridge's question "may app X use permission P".
+/// deny a permission, and answers a mini-app bridge's question "may app X use permission P". A loaded
+/// app also runs in the browser host (MiniAppWebHost, on a port of its own): its page shows the app on its
+/// own origin with the bridge, and asks the user for permissions.
 ///
 /// One installer, one platform and one permission store for the whole service, made at start and
 /// shared by every request; the library's blocking work runs on NIO's thread pool, so the service's
@@ -16,14 +19,19 @@ struct HostService: Sendable {
     let platform: any PlatformAPI
     let installer: BundleInstaller
     let store: PermissionStore
+    /// Where loaded apps run in a browser, with their bridge.
+    let browser: BrowserHost
     let files = FileIO(threadPool: .singleton)
 
     /// The service for `configuration`, with the library logging through `logger`.
-    static func make(configuration: MiniAppConfiguration, logger: Logger) async throws -> HostService {
+    static func make(configuration: MiniAppConfiguration, browserPort: Int, logger: Logger) async throws -> HostService {
         let platform = try Platforms.open(configuration, logger: logger)
         let store = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory)
         let installer = try BundleInstaller(configuration: configuration, platform: platform, permissionStore: store, logger: logger)
-        return HostService(platform: platform, installer: installer, store: store)
+        let browser = BrowserHost(
+            installer: installer, store: store, identity: try await BrowserHost.identity(keptIn: configuration.cacheDirectory), port: browserPort, logger: logger
+        )
+        return HostService(platform: platform, installer: installer, store: store, browser: browser)
     }
 
     /// Closes what the library opened.
@@ -63,14 +71,20 @@ struct HostService: Sendable {
     }
 
     /// Installs (or reuses) the latest version and opens the launch gate, or answers 403 naming the
-    /// permissions the user has not granted.
+    /// permissions the user has not granted; either way the app is opened in the browser host, whose
+    /// page (`page`) asks for what the gate needs.
     func load(_ appId: String) async throws -> Response {
         do {
             let outcome = try await installer.load(appId: appId)
-            return try Self.json(["id": outcome.record.id, "versionId": outcome.record.versionId, "source": outcome.record.source.rawValue])
+            try await browser.open(outcome.record)
+            return try Self.json([
+                "id": outcome.record.id, "versionId": outcome.record.versionId, "source": outcome.record.source.rawValue,
+                "page": browser.pageURL(appId: appId).absoluteString,
+            ])
         } catch let error as PermissionStoreError {
             guard case .launchRefused(_, let missing) = error else { throw error }
-            return try Self.json(["error": "launch refused", "missing": missing], status: .forbidden)
+            if let record = try await installer.cachedVersions(appId: appId).first { try await browser.open(record) }
+            return try Self.json(["error": "launch refused", "missing": missing, "page": browser.pageURL(appId: appId).absoluteString], status: .forbidden)
         } catch let error as any CategorizedError {
             return try Self.json(["error": error.description], status: error.category == .notFound ? .notFound : .badGateway)
         }

@@ -2,13 +2,16 @@ import Foundation
 import Hummingbird
 import Logging
 import MiniAppKit
+import MiniAppWebHost
 
 // The reference host service. Settings come from the environment:
 //   HOST_PLATFORM    a platform API URL, or a registry folder such as Manifests/demo/registry
 //   HOST_PROJECT_ID  the host project id (a remote platform needs one)
 //   HOST_CACHE_DIR   where mini-apps and the permission store are kept
 //   HOST_PORT        the port to listen on, on 127.0.0.1 (0, the default, picks a free one)
-// Once listening it prints `listening on http://127.0.0.1:<port>/`.
+//   HOST_BROWSER_PORT the browser host's port (0, the default, picks a free one)
+// Once listening it prints `listening on http://127.0.0.1:<port>/`, and `browser host on http://localhost:<port>/`
+// once the browser host (loaded apps with their bridge) listens.
 let environment = ProcessInfo.processInfo.environment
 guard let platformSetting = environment["HOST_PLATFORM"], let cacheDirectory = environment["HOST_CACHE_DIR"] else {
     FileHandle.standardError.write(Data("set HOST_PLATFORM and HOST_CACHE_DIR\n".utf8))
@@ -19,7 +22,7 @@ let platform: PlatformLocation = platformSetting.hasPrefix("http://") || platfor
 let configuration = MiniAppConfiguration(platform: platform, projectId: environment["HOST_PROJECT_ID"], cacheDirectory: cacheDirectory)
 var logger = Logger(label: "host")
 logger.logLevel = .warning
-let service = try await HostService.make(configuration: configuration, logger: logger)
+let service = try await HostService.make(configuration: configuration, browserPort: Int(environment["HOST_BROWSER_PORT"] ?? "0") ?? 0, logger: logger)
 let application = Application(
     router: service.router(),
     configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: Int(environment["HOST_PORT"] ?? "0") ?? 0)),
@@ -28,5 +31,12 @@ let application = Application(
     },
     logger: logger
 )
+let browser = Task {
+    try await service.browser.run { url in
+        FileHandle.standardOutput.write(Data("browser host on \(url.absoluteString)\n".utf8))
+    }
+}
 try await application.runService()
+browser.cancel()
+_ = await browser.result
 await service.shutdown()

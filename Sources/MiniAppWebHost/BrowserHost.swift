@@ -6,7 +6,9 @@ import MiniAppBridge
 import MiniAppKit
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
+import Synchronization
 
 /// A host for mini-apps in a browser: a host page on `localhost:<port>` shows each app in a frame of its
 /// own origin (`<app>.localhost:<port>`), answers the app's bridge from its origin, and asks the user
@@ -14,7 +16,8 @@ import ServiceLifecycle
 ///
 /// Decisions travel only from a host page holding its session's secret; an app's origin gets 403 on
 /// every host endpoint. Files are served only from the installed version, while its launch gate is open.
-public struct BrowserHost: Sendable {
+/// Open apps with ``open(_:)`` (before or while it runs), then ``run(onListening:)``.
+public final class BrowserHost: Sendable {
     /// The installer whose cache holds the apps.
     public let installer: BundleInstaller
     /// The permission store the bridge and the launch gate read and write.
@@ -31,6 +34,11 @@ public struct BrowserHost: Sendable {
     /// Actions the host adds to every app's bridge.
     public let customActions: [String: BridgeAction]
     let logger: Logger
+    let board = HostBoard()
+    /// The apps served, by origin label.
+    private let apps = Mutex<[String: RunningApp]>([:])
+    /// The port once bound (for port 0), else the one asked for.
+    let boundPort: NIOLockedValueBox<Int>
 
     /// A host for the apps cached by `installer`.
     public init(
@@ -49,6 +57,7 @@ public struct BrowserHost: Sendable {
         self.limits = limits
         self.customActions = customActions
         self.logger = logger
+        self.boundPort = NIOLockedValueBox(port)
     }
 
     /// The origin label of an app: its id when that is a lowercase DNS label without `--`, else `id--`
@@ -60,36 +69,77 @@ public struct BrowserHost: Sendable {
         return isLabel ? appId : "id--" + SHA256Digest.hash(bytes).prefix(16).hexString
     }
 
-    /// Serves the installed versions `records` (one per app: what ``BundleInstaller/load(appId:versionId:progress:)``
-    /// installed) until SIGINT or SIGTERM (or cancellation), calling `onListening` with the host page's
-    /// URL once bound.
-    public func run(_ records: [InstallRecord], onListening: @escaping @Sendable (URL) async -> Void = { _ in }) async throws {
-        var apps: [String: RunningApp] = [:]
-        for record in records {
-            let appId = record.id
-            let manifest = try await installer.manifest(of: record)
-            let events = EventLog()
-            let board = self.board
-            let services = BrowserHostServices(profile: profile, board: board, logger: logger)
-            let dispatcher = BridgeDispatcher(
-                appId: appId, manifest: manifest, store: store, services: services, environment: environment, identity: identity,
-                customActions: customActions, logger: logger
-            )
-            apps[Self.label(of: appId)] = RunningApp(appId: appId, label: Self.label(of: appId), record: record, manifest: manifest, dispatcher: dispatcher, events: events)
+    /// Serves the installed version `record` (what ``BundleInstaller/load(appId:versionId:progress:)``
+    /// installed), in place of any version of the same app served before; answers its bridge.
+    @discardableResult
+    public func open(_ record: InstallRecord) async throws -> BridgeDispatcher {
+        let manifest = try await installer.manifest(of: record)
+        let services = BrowserHostServices(profile: profile, board: board, logger: logger)
+        let dispatcher = BridgeDispatcher(
+            appId: record.id, manifest: manifest, store: store, services: services, environment: environment, identity: identity,
+            customActions: customActions, logger: logger
+        )
+        let events = EventLog()
+        let forwarder = Task {
+            for await event in dispatcher.events() { events.append(event) }
         }
-        let bound = NIOLockedValueBox(port)
-        let responder = BrowserHostResponder(host: self, apps: apps, board: board, files: FileIO(), boundPort: bound)
-        let forwarders = apps.values.map { app in
-            Task {
-                for await event in app.dispatcher.events() { app.events.append(event) }
+        let app = RunningApp(appId: record.id, label: Self.label(of: record.id), record: record, manifest: manifest, dispatcher: dispatcher, events: events, forwarder: forwarder)
+        let replaced = apps.withLock { $0.updateValue(app, forKey: app.label) }
+        replaced?.forwarder.cancel()
+        return dispatcher
+    }
+
+    /// The app served on origin label `label`.
+    func app(label: String) -> RunningApp? { apps.withLock { $0[label] } }
+
+    /// Every app served.
+    var openApps: [RunningApp] { apps.withLock { Array($0.values) } }
+
+    /// The URL of the host page showing `appId`, once the host listens.
+    public func pageURL(appId: String) -> URL {
+        URL(string: "http://localhost:\(boundPort.withLockedValue { $0 })/apps/\(appId)")!
+    }
+
+    /// The identity whose secret is kept in `directory` (`bridge.secret`, 0600), made on first use: each
+    /// app's identifiers stay the same from one run of the host to the next.
+    public static func identity(keptIn directory: String, threadPool: NIOThreadPool = .singleton) async throws -> BridgeIdentity {
+        try await threadPool.runIfActive {
+            let path = directory + "/bridge.secret"
+            if case .contents(let bytes) = FileReading.read(path, followingLinks: false), bytes.count == 32 {
+                return BridgeIdentity(secret: bytes)
             }
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let secret = BridgeIdentity.randomSecret()
+            // Written to a private temporary file and renamed: a reader sees no secret or the whole one.
+            let temporary = path + ".\(getpid()).tmp"
+            let descriptor = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: temporary]) }
+            let written = secret.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+            guard written == secret.count, rename(temporary, path) == 0 else {
+                unlink(temporary)
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+            }
+            return BridgeIdentity(secret: secret)
         }
-        defer { forwarders.forEach { $0.cancel() } }
-        let address = host
+    }
+
+    /// Opens `records`, then serves them as ``run(onListening:)`` does.
+    public func run(_ records: [InstallRecord], onListening: @escaping @Sendable (URL) async -> Void = { _ in }) async throws {
+        for record in records { try await open(record) }
+        try await run(onListening: onListening)
+    }
+
+    /// Serves the open apps until SIGINT or SIGTERM (or cancellation), calling `onListening` with the
+    /// host page's URL once bound.
+    public func run(onListening: @escaping @Sendable (URL) async -> Void = { _ in }) async throws {
+        let responder = BrowserHostResponder(host: self, files: FileIO())
+        let bound = boundPort
+        defer { apps.withLock { $0.values.forEach { $0.forwarder.cancel() } } }
         let application = Application(
             responder: responder,
             server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: .seconds(60))),
-            configuration: ApplicationConfiguration(address: .hostname(address, port: port), serverName: "\(PackageInfo.name)/\(PackageInfo.version)"),
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "\(PackageInfo.name)/\(PackageInfo.version)"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 bound.withLockedValue { $0 = port }
@@ -105,8 +155,6 @@ public struct BrowserHost: Sendable {
         } catch is CancellationError {
         }
     }
-
-    private let board = HostBoard()
 }
 
 /// One app the host serves: its installed version, manifest and bridge.
@@ -117,6 +165,8 @@ struct RunningApp: Sendable {
     let manifest: BundleManifest
     let dispatcher: BridgeDispatcher
     let events: EventLog
+    /// Carries the dispatcher's events into ``events``.
+    let forwarder: Task<Void, Never>
 }
 
 /// The browser host's services: the profile's data, the host page's prompts.

@@ -10,11 +10,9 @@ import NIOCore
 struct BrowserHostResponder: HTTPResponder {
     typealias Context = BasicRequestContext
     let host: BrowserHost
-    /// The apps, by origin label.
-    let apps: [String: RunningApp]
-    let board: HostBoard
     let files: FileIO
-    let boundPort: NIOLockedValueBox<Int>
+
+    var board: HostBoard { host.board }
 
     static let sessionHeader = HTTPField.Name("X-Miniapp-Session")!
 
@@ -31,14 +29,14 @@ struct BrowserHostResponder: HTTPResponder {
     }
 
     private func route(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let port = boundPort.withLockedValue { $0 }
+        let port = host.boundPort.withLockedValue { $0 }
         guard let authority = request.head.authority, let name = Self.hostName(authority, port: port) else {
             return Self.text(.misdirectedRequest, "this host answers localhost:\(port) and its apps' origins only")
         }
         if name == "localhost" || name == "127.0.0.1" {
             return try await hostRoute(request, origin: "http://\(authority)", port: port)
         }
-        if name.hasSuffix(".localhost"), let app = apps[String(name.dropLast(".localhost".count))] {
+        if name.hasSuffix(".localhost"), let app = host.app(label: String(name.dropLast(".localhost".count))) {
             return try await appRoute(request, app: app, origin: "http://\(authority)", port: port, context: context)
         }
         return Self.text(.misdirectedRequest, "no mini-app runs on \(Sanitizer.printable(name, limit: 80))")
@@ -70,10 +68,11 @@ struct BrowserHostResponder: HTTPResponder {
         case "/host.js":
             return Self.body(HostPage.script, type: "text/javascript; charset=utf-8")
         case "/":
-            guard apps.count == 1, let app = apps.values.first else { return page(for: nil, port: port) }
+            let apps = host.openApps
+            guard apps.count == 1, let app = apps.first else { return page(for: nil, port: port) }
             return page(for: app, port: port)
         default:
-            if path.hasPrefix("/apps/"), let app = apps.values.first(where: { $0.appId == String(path.dropFirst("/apps/".count)) }) {
+            if path.hasPrefix("/apps/"), let app = host.openApps.first(where: { $0.appId == String(path.dropFirst("/apps/".count)) }) {
                 return page(for: app, port: port)
             }
             return Self.text(.notFound, "no such page")
@@ -83,7 +82,7 @@ struct BrowserHostResponder: HTTPResponder {
     private func page(for app: RunningApp?, port: Int) -> Response {
         let secret = board.openSession()
         let frames = "http://*.localhost:\(port)"
-        var response = Self.body(HostPage.html(appId: app?.appId, appOrigin: app.map { "http://\($0.label).localhost:\(port)" }, apps: apps.values.map(\.appId).sorted(), session: secret), type: "text/html; charset=utf-8")
+        var response = Self.body(HostPage.html(appId: app?.appId, appOrigin: app.map { "http://\($0.label).localhost:\(port)" }, apps: host.openApps.map(\.appId).sorted(), session: secret), type: "text/html; charset=utf-8")
         response.headers[.contentSecurityPolicy] = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-src \(frames); frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         response.headers[.cacheControl] = "no-store"
@@ -104,10 +103,10 @@ struct BrowserHostResponder: HTTPResponder {
             guard board.settle(id, with: decisions) else { return Self.json(.notFound, ["error": .string("no such prompt is waiting")]) }
             return Self.json(.ok, ["settled": .bool(true)])
         case (.get, 2) where parts[0] == "apps":
-            guard let app = apps.values.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
+            guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
             return try await state(of: app)
         case (.post, 3) where parts[0] == "apps" && parts[2] == "permissions":
-            guard let app = apps.values.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
+            guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
             guard let decisions = try await Self.decisions(request) else {
                 return Self.json(.badRequest, ["error": .string("send {\"decisions\": {name: \"ALLOWED\" or \"DENIED\"}}")])
             }

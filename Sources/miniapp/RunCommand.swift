@@ -40,7 +40,7 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         let profile = try hostProfile.map(Self.readProfile) ?? HostProfile()
         let (appId, versionId, configuration) = try await target.resolve(try options.configuration(), options: options)
-        let identity = try BridgeSecret.identity(cacheDirectory: configuration.cacheDirectory)
+        let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory)
         try await options.withPermissionStore(configuration) { store in
             try await options.withInstaller(configuration, needsPlatform: true, permissionStore: store) { installer in
                 let record: InstallRecord
@@ -95,30 +95,6 @@ struct RunCommand: AsyncParsableCommand {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         do { try process.run() } catch { Console.warning("cannot open a browser (xdg-open): open \(url.absoluteString) yourself", quiet: quiet) }
-    }
-}
-
-/// The secret a host's per-app identifiers derive from (`getUniqueId`, `getMauid`...), kept in the cache
-/// folder so that each app's ids stay the same from one run to the next.
-enum BridgeSecret {
-    static func identity(cacheDirectory: String) throws -> BridgeIdentity {
-        let path = cacheDirectory + "/bridge.secret"
-        if case .contents(let bytes) = FileReading.read(path, followingLinks: false), bytes.count == 32 {
-            return BridgeIdentity(secret: bytes)
-        }
-        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
-        let secret = BridgeIdentity.randomSecret()
-        // Written to a private temporary file and renamed: a reader sees no secret or the whole one.
-        let temporary = path + ".\(getpid()).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary]) }
-        let written = secret.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        close(descriptor)
-        guard written == secret.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
-        }
-        return BridgeIdentity(secret: secret)
     }
 }
 

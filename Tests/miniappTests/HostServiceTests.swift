@@ -11,6 +11,8 @@ import Testing
     final class RunningHost: @unchecked Sendable {
         let process = Process()
         let url: String
+        /// The browser host's base URL (`http://localhost:<port>/`).
+        let browser: String
 
         init(cache: String) async throws {
             let binary = CommandRunner.executable.deletingLastPathComponent().appendingPathComponent("miniapp-host")
@@ -23,21 +25,30 @@ import Testing
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
-            // The first line names the URL; reading waits for the host to start, off the pool.
-            let line = await offPool {
+            // Two lines name the URLs, in either order; reading waits for the host to start, off the pool.
+            let lines = await offPool {
+                var lines: [String] = []
                 var line = ""
-                while !line.hasSuffix("\n") {
+                while lines.count < 2 {
                     let byte = output.fileHandleForReading.readData(ofLength: 1)
                     guard !byte.isEmpty else { break }
                     line += String(decoding: byte, as: UTF8.self)
+                    if line.hasSuffix("\n") {
+                        lines.append(String(line.dropLast()))
+                        line = ""
+                    }
                 }
-                return line
+                return lines
             }
-            guard let found = line.split(separator: " ").last.map({ String($0.dropLast()) }), found.hasPrefix("http://") else {
+            func address(after prefix: String) -> String? {
+                lines.first { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+            }
+            guard let found = address(after: "listening on "), let browser = address(after: "browser host on ") else {
                 process.terminate()
-                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the host did not start: \(line)"])
+                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the host did not start: \(lines)"])
             }
             url = found
+            self.browser = browser
         }
 
         func stop() {
@@ -48,9 +59,11 @@ import Testing
 
     let cache = try! TemporaryDirectory.make().path
 
-    func call(_ client: HTTPClient, _ method: HTTPMethod = .GET, _ url: String) async throws -> (status: Int, body: String) {
+    func call(_ client: HTTPClient, _ method: HTTPMethod = .GET, _ url: String, headers: [(String, String)] = [], body: String? = nil) async throws -> (status: Int, body: String) {
         var request = HTTPClientRequest(url: url)
         request.method = method
+        for (name, value) in headers { request.headers.replaceOrAdd(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(string: body)) }
         let response = try await client.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 1 << 20)
         return (Int(response.status.code), String(buffer: body))
@@ -88,6 +101,19 @@ import Testing
             #expect(try await call(client, .POST, host.url + "apps/nope/load").status == 404)
             let again = try await call(client, .POST, host.url + "apps/hello/download?force=1")
             #expect(again.status == 200 && again.body.contains(#""source":"network""#), "\(again)")
+
+            // The loaded app runs in the browser host: its bridge answers on the app's own origin only.
+            #expect(refused.body.replacingOccurrences(of: "\\/", with: "/").contains(host.browser + "apps/hello"), "\(refused)")
+            let port = try #require(URL(string: host.browser)?.port)
+            let origin = "http://hello.localhost:\(port)"
+            let message = #"{"id": "m1", "action": "getUniqueId"}"#
+            let answer = try await call(client, .POST, "http://127.0.0.1:\(port)/__miniapp/bridge", headers: [("Host", "hello.localhost:\(port)"), ("Origin", origin), ("Content-Type", "application/json")], body: message)
+            #expect(answer.status == 200 && answer.body.contains(#""id":"m1","success":""#), "\(answer)")
+            let foreign = try await call(client, .POST, "http://127.0.0.1:\(port)/__miniapp/bridge", headers: [("Host", "hello.localhost:\(port)"), ("Origin", "http://other.localhost:\(port)"), ("Content-Type", "application/json")], body: message)
+            #expect(foreign.status == 403, "\(foreign)")
+            let denied = try await call(client, .POST, "http://127.0.0.1:\(port)/__miniapp/bridge", headers: [("Host", "hello.localhost:\(port)"), ("Origin", origin), ("Content-Type", "application/json")], body: #"{"id": "m2", "action": "getUserName"}"#)
+            #expect(denied.body.contains("userDenied"), "\(denied)")
+            #expect(try await call(client, .GET, "http://127.0.0.1:\(port)/", headers: [("Host", "evil.example:\(port)")]).status == 421)
         } catch {
             try await client.shutdown()
             throw error
