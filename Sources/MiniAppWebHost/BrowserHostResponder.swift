@@ -64,6 +64,11 @@ struct BrowserHostResponder: HTTPResponder {
             return try await api(request, path: String(path.dropFirst("/api/".count)))
         }
         guard request.method == .get || request.method == .head else { return Self.text(.methodNotAllowed, "only GET is served here") }
+        if path == "/" || path.hasPrefix("/apps/"), !Self.isTopLevelVisit(request) {
+            // A page, and with it a session, only for the user's own visit: an app's fetch, frame or
+            // cross-site window must not mint sessions (nor push the user's out of the list).
+            return Self.text(.forbidden, "open the host page in the browser's address bar")
+        }
         switch path {
         case "/host.js":
             return Self.body(HostPage.script, type: "text/javascript; charset=utf-8")
@@ -77,6 +82,15 @@ struct BrowserHostResponder: HTTPResponder {
             }
             return Self.text(.notFound, "no such page")
         }
+    }
+
+    /// Whether the request is a top-level visit of the user's (typed, bookmarked, or a link of the host
+    /// page itself), as the browser's fetch metadata says; clients that send none (command-line tools)
+    /// are let through.
+    static func isTopLevelVisit(_ request: Request) -> Bool {
+        let destination = request.headers[HTTPField.Name("Sec-Fetch-Dest")!]
+        let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!]
+        return (destination == nil || destination == "document") && (site == nil || site == "none" || site == "same-origin")
     }
 
     private func page(for app: RunningApp?, port: Int) -> Response {

@@ -49,7 +49,7 @@ final class HostBoard: Sendable {
     private let state = Mutex(State())
     /// Prompts waiting at once per app, beyond which an app's request is refused.
     static let maxPendingPerApp = 4
-    private static let maxSessions = 64
+    private static let maxSessions = 256
     private static let maxNotices = 256
 
     /// A new host-page session: its secret, which only that page holds.

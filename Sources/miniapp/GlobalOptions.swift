@@ -70,9 +70,7 @@ struct GlobalOptions: ParsableArguments {
 
     /// Runs `body` with an installer for `configuration` (and a platform client unless offline), shut
     /// down afterwards. `needsPlatform` makes a missing platform an error when online.
-    func withInstaller<Result: Sendable>(
-        _ configuration: MiniAppConfiguration, needsPlatform: Bool, permissionStore: PermissionStore? = nil, _ body: (BundleInstaller) async throws -> Result
-    ) async throws -> Result {
+    func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, needsPlatform: Bool, _ body: (BundleInstaller) async throws -> Result) async throws -> Result {
         var platform: (any PlatformAPI)?
         if !configuration.offline {
             if configuration.platform != nil {
@@ -83,7 +81,7 @@ struct GlobalOptions: ParsableArguments {
         }
         let installer: BundleInstaller
         do {
-            installer = try BundleInstaller(configuration: configuration, platform: platform, permissionStore: permissionStore, logger: logger)
+            installer = try BundleInstaller(configuration: configuration, platform: platform, logger: logger)
         } catch {
             await platform?.close()
             throw error

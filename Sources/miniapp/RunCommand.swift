@@ -40,21 +40,22 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         let profile = try hostProfile.map(Self.readProfile) ?? HostProfile()
         let (appId, versionId, configuration) = try await target.resolve(try options.configuration(), options: options)
-        let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory)
-        try await options.withPermissionStore(configuration) { store in
-            try await options.withInstaller(configuration, needsPlatform: true, permissionStore: store) { installer in
-                let record: InstallRecord
-                do {
-                    let outcome = try await installer.load(appId: appId, versionId: versionId, progress: options.progressBar(for: appId))
-                    for note in outcome.notes { Console.warning(note, quiet: options.quiet) }
-                    record = outcome.record
-                } catch PermissionStoreError.launchRefused(_, let missing) {
-                    // The host page asks for what the launch gate needs before the app starts.
-                    guard let cached = try await installer.cachedVersions(appId: appId).first(where: { versionId == nil || $0.versionId == versionId }) else {
-                        throw PermissionStoreError.launchRefused(appId: appId, missing: missing)
-                    }
-                    record = cached
+        try await options.withInstaller(configuration, needsPlatform: true) { installer in
+            let record: InstallRecord
+            do {
+                let outcome = try await installer.load(appId: appId, versionId: versionId, progress: options.progressBar(for: appId))
+                for note in outcome.notes { Console.warning(note, quiet: options.quiet) }
+                record = outcome.record
+            } catch PermissionStoreError.launchRefused(_, let missing) {
+                // The host page asks for what the launch gate needs before the app starts.
+                guard let cached = try await installer.cachedVersions(appId: appId).first(where: { versionId == nil || $0.versionId == versionId }) else {
+                    throw PermissionStoreError.launchRefused(appId: appId, missing: missing)
                 }
+                record = cached
+            }
+            // Only once the app is installed: a refused run leaves the cache and the store as they were.
+            let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory)
+            try await options.withPermissionStore(configuration) { store in
                 let host = BrowserHost(installer: installer, store: store, profile: profile, identity: identity, port: port, logger: options.logger)
                 let json = options.json, quiet = options.quiet, open = self.open
                 try await host.run([record]) { url in

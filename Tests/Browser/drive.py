@@ -2,6 +2,7 @@
 """Drives `miniapp run` in headless Chromium (Debian's chromium and chromium-driver, Selenium).
 
 Usage: drive.py <miniapp> <work-dir> [<real-sample.zip>] [--store <postgres-url>]
+The sample also runs in the reference host (miniapp-host, beside <miniapp>) when given.
 Publishes the probe mini-app (Tests/Browser/probe) and, when given, Rakuten's real sample into a
 registry in <work-dir>, runs them with `miniapp run`, and checks what a user and an app can do. Prints
 one line per check and exits non-zero on the first failure.
@@ -153,6 +154,9 @@ def main():
         except urllib.error.HTTPError as error:
             check(error.code == 403, 'a decision from the app origin gets 403', str(error.code))
 
+        flood = call(driver, 'Promise.all(Array.from({length: 300}, function () { return fetch("http://localhost:%d/", {mode: "no-cors"}).catch(function () {}); })).then(function () { return "sent"; })' % port)
+        check(flood == {'ok': 'sent'}, 'the app requests the host page 300 times (to push the real session out)')
+
         driver.switch_to.default_content()
         driver.find_element(By.CSS_SELECTOR, '#prompt-items input[data-permission="rakuten.miniapp.user.CONTACT_LIST"]').click()
         driver.find_element(By.ID, 'prompt-confirm').click()
@@ -229,6 +233,26 @@ def main():
             button.click()
             wait(lambda: re.search(r'[0-9a-f]{64}', driver.find_element(By.TAG_NAME, 'body').text), 'the sample unique-id page shows an id from the bridge')
             print('ok: the real sample runs through the bridge')
+
+            # The same sample through the reference host (Examples/HostService) and its browser host.
+            env = dict(os.environ, HOST_PLATFORM=WORK + '/registry', HOST_CACHE_DIR=WORK + '/host-cache')
+            host = subprocess.Popen([os.path.join(os.path.dirname(MINIAPP), 'miniapp-host')], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+            processes.append(host)
+            lines = [host.stdout.readline().strip() for _ in range(2)]
+            api = [line.split(' ')[-1] for line in lines if line.startswith('listening on ')]
+            check(len(api) == 1 and any(line.startswith('browser host on ') for line in lines), 'the reference host starts with its browser host', str(lines))
+            request = urllib.request.Request(api[0] + 'apps/js-sample/load', method='POST')
+            try:
+                answer = json.load(urllib.request.urlopen(request))
+            except urllib.error.HTTPError as error:
+                answer = json.load(error)
+            check('page' in answer, 'the reference host loads the sample and names its page', str(answer))
+            driver.get(answer['page'])
+            wait(lambda: driver.find_element(By.ID, 'gate').is_displayed(), 'the reference host asks for the required permissions')
+            driver.find_element(By.ID, 'gate-allow').click()
+            into_app(driver)
+            body = wait(lambda: (lambda t: t if 'Ready' in t and 'Web' in t else None)(driver.find_element(By.TAG_NAME, 'body').text), 'the sample runs in the reference host', 40)
+            check('Ready' in body, 'the sample landing page shows Ready in the reference host')
         else:
             print('skipped: the real sample (../shared/real-miniapps is absent)')
     finally:

@@ -143,6 +143,36 @@ import Testing
         #expect(failureType(await call(dispatcher, "getPhoneNumber")) == "NotSupportedError")
     }
 
+    @Test func environmentActionsAnswerFromTheHostsSettings() async throws {
+        let (dispatcher, _) = try await dispatcher(.sqlite)
+        #expect(await call(dispatcher, "getHostEnvironmentInfo") == .success(#"{"hostLocale":"ja-JP","hostVersion":"\#(PackageInfo.version)","platformVersion":"Linux","sdkVersion":"\#(PackageInfo.version)"}"#))
+        #expect(await call(dispatcher, "isDarkMode") == .success("false"))
+        #expect(await call(dispatcher, "getHostAppThemeColors") == .success(##"{"primaryColor":"#BF0000","secondaryColor":"#FFFFFF"}"##))
+        #expect(await call(dispatcher, "setScreenOrientation", .object(["action": .string("rakuten.miniapp.screen.LOCK_PORTRAIT")])) == .success("SUCCESS"))
+        #expect(failureType(await call(dispatcher, "setScreenOrientation", .object(["action": .string("sideways")]))) == "InvalidParametersError")
+        #expect(await call(dispatcher, "getPermissionStatus", .object(["permissionName": .string("USER_NAME")])) == .success("DENIED"))
+        #expect(await call(dispatcher, "canOpenAppDeeplink", .object(["deeplinkURL": .string("app://x")])) == .success("false"))
+    }
+
+    @Test func hostsAddActionsAndSendEvents() async throws {
+        let store = try await PermissionStore.open(.cache(cache))
+        let dispatcher = BridgeDispatcher(
+            appId: "app", manifest: manifest, store: store, services: Host(answer: .denied), identity: BridgeIdentity(secret: Array(repeating: 7, count: 32)),
+            customActions: [
+                "online_status": { appId, param in "\(appId) online \(param["detail"] == .string("x"))" },
+                "getUserName": { _, _ in "a custom action never replaces a gated one" },
+            ]
+        )
+        #expect(await call(dispatcher, "online_status", .object(["detail": .string("x")])) == .success("app online true"))
+        #expect(failureType(await call(dispatcher, "getUserName")) == "userDenied")
+        guard case .success(let features?) = await call(dispatcher, "getFeatureList") else { Issue.record("no feature list"); return }
+        #expect(features.contains("\"online_status\"") && features.contains("\"getSecureStorageItem\""))
+        let events = dispatcher.events()
+        dispatcher.send(BridgeEvent(name: "online_status", message: "online"))
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next() == BridgeEvent(name: "online_status", message: "online"))
+    }
+
     static let badMessages: [(String, String)] = [
         ("not json", "malformed"), ("[1]", "malformed"), ("{\"id\": 1, \"action\": \"getUniqueId\"}", "malformed"),
         ("{\"id\": \"1\", \"action\": \"get-Unique\"}", "malformed"), ("{\"id\": \"\", \"action\": \"getUniqueId\"}", "malformed"),

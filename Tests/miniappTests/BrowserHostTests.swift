@@ -27,4 +27,33 @@ import Testing
             #expect(output.contains("ok: the real sample runs through the bridge") || !FileManager.default.fileExists(atPath: Self.sample), "\(output)")
         }
     }
+
+    static let demo = repositoryRoot.appendingPathComponent("Manifests/demo/registry").path
+
+    static let badRuns: [(arguments: [String], profile: String?, status: Int32, says: String)] = [
+        (["hello", "--host-profile", "/nonexistent/profile.json"], nil, 64, "--host-profile"),
+        (["hello"], #"{"userName": "Aiko", "usrName": "typo"}"#, 64, "unknown key"),
+        (["hello"], #"{"points": {"standard": "many"}}"#, 64, "points"),
+        (["hello"], "not json", 64, "host profile"),
+        (["hello", "--port", "70000"], nil, 64, "--port"),
+        (["nope"], nil, 66, "nope"),
+        (["hello", "--offline"], nil, 66, "hello"),
+    ]
+
+    @Test(arguments: badRuns)
+    func runRefusesBadInputWithOneLineAndTheDocumentedCode(arguments: [String], profile: String?, status: Int32, says: String) async throws {
+        let work = try TemporaryDirectory.make().path
+        var extra: [String] = []
+        if let profile {
+            try writeTestFile(work + "/profile.json", Array(profile.utf8))
+            extra = ["--host-profile", work + "/profile.json"]
+        }
+        let result = try await CommandRunner.run(["run"] + arguments + extra + ["--platform", Self.demo, "--cache-dir", work + "/cache"], timeoutSeconds: 60)
+        #expect(result.status == status, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("error: ") && result.stderr.contains(says), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        for kept in ["bridge.secret", "permissions.sqlite"] {
+            #expect(!FileManager.default.fileExists(atPath: work + "/cache/" + kept), "a refused run leaves no \(kept)")
+        }
+    }
 }
