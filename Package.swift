@@ -130,6 +130,7 @@ let package = Package(
             name: "miniapp-host",
             dependencies: [
                 "MiniAppKit",
+                "MiniAppBridge",
                 "MiniAppWebHost",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import MiniAppBridge
 import MiniAppKit
 import MiniAppWebHost
 import NIOCore
@@ -51,6 +52,9 @@ struct HostService: Sendable {
         }
         router.get("apps/:id/files/**") { request, context in
             try await serveFile(appId: try context.parameters.require("id"), path: context.parameters.getCatchAll().joined(separator: "/"), request: request, context: context)
+        }
+        router.post("apps/:id/events/:name") { request, context in
+            try await sendEvent(appId: try context.parameters.require("id"), name: try context.parameters.require("name"), request: request)
         }
         router.get("apps/:id/permissions/:name") { _, context in
             try await bridgeAnswer(appId: try context.parameters.require("id"), permission: try context.parameters.require("name"))
@@ -122,6 +126,16 @@ struct HostService: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = Self.contentType(of: path)
         return Response(status: .ok, headers: headers, body: body)
+    }
+
+    /// Sends the running app an event (an app-domain one such as `online_status`), the body as its message.
+    func sendEvent(appId: String, name: String, request: Request) async throws -> Response {
+        var request = request
+        let body = try await request.collectBody(upTo: 64 * 1024)
+        guard browser.send(BridgeEvent(name: name, message: String(buffer: body)), to: appId) else {
+            return try Self.json(["error": "app \(appId) is not running"], status: .notFound)
+        }
+        return try Self.json(["sent": name])
     }
 
     /// What a mini-app's bridge asks before it hands out user data.

@@ -89,6 +89,14 @@ public final class BrowserHost: Sendable {
         return dispatcher
     }
 
+    /// Sends `event` to every page of the app `appId` that runs in this host; `false` when it is not open.
+    @discardableResult
+    public func send(_ event: BridgeEvent, to appId: String) -> Bool {
+        guard let app = app(label: Self.label(of: appId)), app.appId == appId else { return false }
+        app.dispatcher.send(event)
+        return true
+    }
+
     /// The app served on origin label `label`.
     func app(label: String) -> RunningApp? { apps.withLock { $0[label] } }
 

@@ -41,7 +41,8 @@ final class HostBoard: Sendable {
     private struct State {
         var secrets: [String] = []
         var notices: [HostNotice] = []
-        var sequence = 0
+        /// The last notice's number; 1 before any, so that a page's next poll never asks for "after 0".
+        var sequence = 1
         var nextPrompt = 0
         var pending: [Int: Pending] = [:]
     }
@@ -117,23 +118,22 @@ final class HostBoard: Sendable {
         state.withLock { Self.post(.closed(appId: appId), in: &$0) }
     }
 
-    /// The notices after `sequence`, waiting up to `wait` for one; prompts still waiting are always included.
+    /// The notices after `sequence`, waiting up to `wait` for one. A page that just opened (`sequence`
+    /// 0) gets at once the prompts still waiting and the sequence to go on from.
     func notices(after sequence: Int, wait: Duration) async -> (next: Int, notices: [HostNotice]) {
+        if sequence == 0 {
+            return state.withLock { state in
+                let waiting = Set(state.pending.keys)
+                let replay = state.notices.filter { notice in
+                    if case .prompt(let id, _) = notice.kind { return waiting.contains(id) }
+                    return false
+                }
+                return (state.sequence, replay)
+            }
+        }
         let deadline = ContinuousClock.now + wait
         while true {
-            let found = state.withLock { state -> (Int, [HostNotice]) in
-                let fresh = state.notices.filter { $0.sequence > sequence }
-                if sequence == 0 {
-                    // A page that just opened also gets the prompts posted before it.
-                    let waiting = Set(state.pending.keys)
-                    let replay = state.notices.filter { notice in
-                        if case .prompt(let id, _) = notice.kind { return waiting.contains(id) }
-                        return false
-                    }
-                    return (state.sequence, replay)
-                }
-                return (state.sequence, fresh)
-            }
+            let found = state.withLock { state in (state.sequence, state.notices.filter { $0.sequence > sequence }) }
             if !found.1.isEmpty || ContinuousClock.now >= deadline { return found }
             do { try await Task.sleep(for: .milliseconds(50)) } catch { return found }
         }

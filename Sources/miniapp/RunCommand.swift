@@ -28,6 +28,9 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("host-profile"), help: "A JSON file standing in for the host's user.")
     var hostProfile: String?
 
+    @Option(name: .customLong("secure-storage-limit"), help: "How many bytes each app's secure storage may hold (keys plus values, UTF-8; default 1048576).")
+    var secureStorageLimit: Int = 1 << 20
+
     @Flag(help: "Open the host page in the default browser.")
     var open = false
 
@@ -35,6 +38,7 @@ struct RunCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        guard (1...(1 << 30)).contains(secureStorageLimit) else { throw ValidationError("--secure-storage-limit must be 1 to 1073741824 bytes") }
     }
 
     func run() async throws {
@@ -56,7 +60,10 @@ struct RunCommand: AsyncParsableCommand {
             // Only once the app is installed: a refused run leaves the cache and the store as they were.
             let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory)
             try await options.withPermissionStore(configuration) { store in
-                let host = BrowserHost(installer: installer, store: store, profile: profile, identity: identity, port: port, logger: options.logger)
+                let host = BrowserHost(
+                    installer: installer, store: store, profile: profile, environment: profile.environment(BridgeEnvironment(secureStorageLimit: secureStorageLimit)),
+                    identity: identity, port: port, logger: options.logger
+                )
                 let json = options.json, quiet = options.quiet, open = self.open
                 try await host.run([record]) { url in
                     let origin = "http://\(BrowserHost.label(of: record.id)).localhost:\(url.port ?? 0)"

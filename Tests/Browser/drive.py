@@ -25,6 +25,7 @@ PROFILE = {"userName": "Aiko Tanaka", "locale": "ja-JP", "hostVersion": "3.2.1",
            "contacts": [{"id": "c1", "name": "Ken", "email": "ken@example.com"}],
            "points": {"standard": 120, "term": 30, "cash": 5}, "accessTokens": {"rae": "tok-rae"}}
 processes = []
+DEBUG = None
 
 
 def check(condition, what, detail=''):
@@ -67,7 +68,7 @@ def wait(predicate, what, seconds=20):
         except Exception:
             pass
         time.sleep(0.1)
-    check(False, what, '(timed out)')
+    check(False, what, '(timed out)' + (' ' + DEBUG() if DEBUG else ''))
 
 
 def call(driver, expression):
@@ -216,6 +217,9 @@ def main():
         check(call(driver, 'MiniAppBridge.getSecureStorageItem("greeting")') == {'ok': None}, 'secure storage is isolated between apps')
         other_id = call(driver, 'MiniAppBridge.getUniqueId()')['ok']
         check(other_id != unique['ok'], 'unique ids differ between apps')
+        check(call(driver, 'MiniAppBridge.closeMiniApp(false)') == {'ok': 'SUCCESS'}, 'closeMiniApp')
+        driver.switch_to.default_content()
+        wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and 'closed' in driver.find_element(By.ID, 'status').text, 'closeMiniApp closes the frame on the host page')
 
         if SAMPLE:
             published = miniapp('publish', SAMPLE, '--registry', WORK + '/registry', '--app-id', 'js-sample', '--version-tag', '1.0.0', '--key', WORK + '/key.pem')
@@ -253,6 +257,10 @@ def main():
             into_app(driver)
             body = wait(lambda: (lambda t: t if 'Ready' in t and 'Web' in t else None)(driver.find_element(By.TAG_NAME, 'body').text), 'the sample runs in the reference host', 40)
             check('Ready' in body, 'the sample landing page shows Ready in the reference host')
+            driver.execute_script('window.__event = null; window.addEventListener("online_status", function (e) { window.__event = e.detail.message; })')
+            sent = urllib.request.urlopen(urllib.request.Request(api[0] + 'apps/js-sample/events/online_status', method='POST', data=b'online'))
+            check(sent.status == 200, 'the reference host sends an event')
+            wait(lambda: driver.execute_script('return window.__event') == 'online', 'the event reaches the running app as a CustomEvent')
         else:
             print('skipped: the real sample (../shared/real-miniapps is absent)')
     finally:

@@ -36,6 +36,7 @@ import Testing
         (["hello"], #"{"points": {"standard": "many"}}"#, 64, "points"),
         (["hello"], "not json", 64, "host profile"),
         (["hello", "--port", "70000"], nil, 64, "--port"),
+        (["hello", "--secure-storage-limit", "0"], nil, 64, "--secure-storage-limit"),
         (["nope"], nil, 66, "nope"),
         (["hello", "--offline"], nil, 66, "hello"),
     ]
