@@ -5,6 +5,7 @@ import MiniAppBridge
 import MiniAppKit
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 
 /// Answers the host page's origin and every app's origin, told apart by the `Host` header.
 struct BrowserHostResponder: HTTPResponder {
@@ -219,20 +220,47 @@ struct BrowserHostResponder: HTTPResponder {
             return Self.text(.forbidden, "the launch gate is closed: \(decision.missing.joined(separator: ", ")) not allowed")
         }
         guard let relative = Self.relativePath(path) else { return Self.text(.notFound, "no such file") }
-        let file = app.record.path + "/" + relative
-        var info = stat()
-        guard lstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return Self.text(.notFound, "no such file") }
         let type = Self.contentType(of: relative)
+        let root = app.record.path
+        let isPage = type.hasPrefix("text/html")
         var response: Response
-        if type.hasPrefix("text/html") {
-            guard info.st_size <= 16 << 20, let data = FileManager.default.contents(atPath: file) else { return Self.text(.notFound, "no such file") }
-            response = Self.body(Self.injectingBridge(into: data), type: type, cache: false)
-        } else {
-            response = Response(status: .ok, headers: [.contentType: type], body: try await files.loadFile(path: file, context: context))
+        switch try await NIOThreadPool.singleton.runIfActive({ Self.lookUp(relative, under: root, readingWhole: isPage) }) {
+        case .missing:
+            return Self.text(.notFound, "no such file")
+        case .page(let bytes):
+            response = Self.body(Self.injectingBridge(into: Data(bytes)), type: type, cache: false)
+        case .file:
+            response = Response(status: .ok, headers: [.contentType: type], body: try await files.loadFile(path: root + "/" + relative, context: context))
         }
         response.headers[.cacheControl] = "no-store"
         response.headers[.contentSecurityPolicy] = "frame-ancestors http://localhost:\(port) http://127.0.0.1:\(port)"
         return response
+    }
+
+    /// What a path below a version folder names.
+    enum FileLookup {
+        case missing
+        /// A regular file, to stream.
+        case file
+        /// A page, read whole.
+        case page([UInt8])
+    }
+
+    /// Looks `relative` up below `root` without following links (folders all the way, a regular file at
+    /// the end), reading it whole when `readingWhole` (pages of at most 16 MiB); blocking: run it on a pool.
+    static func lookUp(_ relative: String, under root: String, readingWhole: Bool) -> FileLookup {
+        var current = root
+        let components = relative.split(separator: "/")
+        var info = stat()
+        for (index, component) in components.enumerated() {
+            current += "/" + component
+            guard lstat(current, &info) == 0 else { return .missing }
+            let wanted = index == components.count - 1 ? S_IFREG : S_IFDIR
+            guard (info.st_mode & S_IFMT) == wanted else { return .missing }
+        }
+        guard readingWhole else { return .file }
+        guard info.st_size <= 16 << 20, case .contents(let bytes) = FileReading.read(current, followingLinks: false) else { return .missing }
+        return .page(bytes)
     }
 
     /// The path below the version folder that `path` names (`/` is index.html), or `nil` when it climbs

@@ -115,6 +115,16 @@ def main():
         except urllib.error.HTTPError as error:
             check(error.code == 403, 'files are refused while the gate is closed', str(error.code))
         driver.find_element(By.ID, 'gate-allow').click()
+        listed = json.loads(miniapp('cache', 'list', '--cache-dir', cache, '--json').stdout)
+        folder = [record['path'] for record in listed if record['id'] == 'probe'][0]
+        os.symlink('/etc/hostname', folder + '/planted.txt')
+        planted = urllib.request.Request('http://127.0.0.1:%d/planted.txt' % port, headers={'Host': 'probe.localhost:%d' % port})
+        try:
+            urllib.request.urlopen(planted)
+            check(False, 'a link planted in the installed version is not followed')
+        except urllib.error.HTTPError as error:
+            check(error.code == 404, 'a link planted in the installed version is not followed', str(error.code))
+        os.unlink(folder + '/planted.txt')
         into_app(driver)
         origin = driver.execute_script('return location.origin')
         check(origin == 'http://probe.localhost:%d' % port, 'the app runs on its own origin', origin)

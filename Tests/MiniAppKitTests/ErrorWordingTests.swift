@@ -36,6 +36,8 @@ import MiniAppRegistry
         RegistryError.notARegistry(path: "/r", reason: "no registry.json"),
         RegistryError.versionExists(appId: "a", versionId: "v"),
         RegistryError.invalidVersionTag("a b"),
+        SecureStorageError.full(appId: "a", used: 10, needed: 20, limit: 15),
+        SecureStorageError.invalidItem(appId: "a", reason: "the key is empty"),
     ]
 
     @Test(arguments: 0..<errors.count)
