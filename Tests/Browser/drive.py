@@ -21,7 +21,8 @@ if '--store' in REST:
     REST = REST[:REST.index('--store')]
 SAMPLE = REST[0] if REST else None
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROFILE = {"userName": "Aiko Tanaka", "locale": "ja-JP", "hostVersion": "3.2.1", "phoneNumber": "+81-3-0000-0000",
+PHOTO = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=='
+PROFILE = {"userName": "Aiko Tanaka", "profilePhoto": PHOTO, "locale": "ja-JP", "hostVersion": "3.2.1", "phoneNumber": "+81-3-0000-0000",
            "contacts": [{"id": "c1", "name": "Ken", "email": "ken@example.com"}],
            "points": {"standard": 120, "term": 30, "cash": 5}, "accessTokens": {"rae": "tok-rae"}}
 processes = []
@@ -246,6 +247,18 @@ def main():
             button = wait(lambda: driver.find_element(By.XPATH, '//button[contains(., "MESSAGING") or contains(., "Messaging") or contains(., "UNIQUE") or contains(., "Unique")]'), 'the sample unique-id page')
             button.click()
             wait(lambda: re.search(r'[0-9a-f]{64}', driver.find_element(By.TAG_NAME, 'body').text), 'the sample unique-id page shows an id from the bridge')
+            # Its user-details page: name and photo (allowed at the gate), contacts through a prompt.
+            driver.find_element(By.XPATH, '//*[normalize-space(text())="User Details"]').click()
+            wait(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="fetchNamePhotoButton"]'), 'the sample user-details page').click()
+            wait(lambda: 'Aiko Tanaka' in driver.find_element(By.TAG_NAME, 'body').get_attribute('innerHTML'), 'the sample shows the user name from the bridge')
+            driver.find_element(By.XPATH, '//*[@role="tab"][normalize-space(.)="Contacts"]').click()
+            wait(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="fetchContactsButton"]'), 'the sample contacts tab').click()
+            driver.switch_to.default_content()
+            wait(lambda: driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'the sample asks for CONTACT_LIST through the host page')
+            check('Describe your reason here (optional).' in driver.find_element(By.ID, 'miniapp-prompt').text, 'the prompt shows the sample manifest\'s localised reason')
+            driver.find_element(By.ID, 'prompt-allow-all').click()
+            into_app(driver)
+            wait(lambda: 'ken@example.com' in driver.find_element(By.TAG_NAME, 'body').get_attribute('innerHTML'), 'the sample shows the contacts once allowed')
             print('ok: the real sample runs through the bridge')
 
             # The same sample through the reference host (Examples/HostService) and its browser host.
