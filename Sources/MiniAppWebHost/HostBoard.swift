@@ -50,6 +50,8 @@ final class HostBoard: Sendable {
     private let state = Mutex(State())
     /// Prompts waiting at once per app, beyond which an app's request is refused.
     static let maxPendingPerApp = 4
+    /// How long a prompt waits for the user.
+    static let promptLifetime = Duration.seconds(600)
     private static let maxSessions = 256
     private static let maxNotices = 256
 
@@ -86,6 +88,13 @@ final class HostBoard: Sendable {
         guard let id else {
             throw BridgeFailure(type: "PermissionRequestBusyError", message: "\(Self.maxPendingPerApp) permission requests are already waiting for the user")
         }
+        // A prompt nobody answers is settled with no decision after a while: the app's call gets its
+        // answer (every undecided permission DENIED, nothing stored), and the prompt leaves the page.
+        let expiry = Task { [weak self] in
+            try? await Task.sleep(for: Self.promptLifetime)
+            self?.settle(id, with: [:])
+        }
+        defer { expiry.cancel() }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 state.withLock { state in
