@@ -187,6 +187,67 @@ import Testing
         #expect(FileManager.default.contents(atPath: damaged) == Data(BundleFactory.updateFiles(version: 2)["assets/part-5.js"]!.utf8))
     }
 
+    @Test func loadWithThePlatformUnreachableRepairsTheNewestVersionOrSaysWhyItCannot() async throws {
+        let key = work + "/k"
+        _ = try await CommandRunner.run(["keygen", "--out", key, "--quiet"])
+        let closed = LoopbackPort()
+        defer { withExtendedLifetime(closed) {} }
+        let environment = [
+            "MINIAPP_PLATFORM": "http://127.0.0.1:\(closed.port)/", "MINIAPP_PROJECT_ID": "proj-1",
+            "MINIAPP_CACHE_DIR": work + "/cache", "MINIAPP_CONFIG": try fastConfigFile(), "HOME": work,
+        ]
+        var paths: [String] = []
+        for version in [1, 2] {
+            let zip = work + "/v\(version).zip"
+            try writeTestFile(zip, try BundleFactory.zip(BundleFactory.updateFiles(version: version)))
+            let signed = try await CommandRunner.run(["sign", zip, "--version-id", "v-\(version)", "--key", key + ".pem", "--json"])
+            let signature = try #require((try signed.json() as? [String: String])?["signature"])
+            let installed = try record(try await CommandRunner.run([
+                "install", zip, "--app-id", "hello", "--version-id", "v-\(version)", "--signature", signature, "--public-key", key + ".pub.pem", "--json",
+            ], environment: environment))
+            paths.append(try #require(installed["path"] as? String))
+        }
+        let grant = try await CommandRunner.run(["permissions", "grant", "hello", "USER_NAME"], environment: environment)
+        #expect(grant.status == 0, "stderr: \(grant.stderr)")
+        let changed = paths[1] + "/assets/part-5.js"
+        let damages: [(String, () throws -> Void)] = [
+            ("a file changed", {
+                chmod(changed, 0o644)
+                try writeTestFile(changed, Array("changed".utf8))
+            }),
+            ("a file missing", { try FileManager.default.removeItem(atPath: paths[1] + "/index.html") }),
+        ]
+        for (damage, apply) in damages {
+            try apply()
+            let load = try await CommandRunner.run(["load", "hello", "--json"], environment: environment)
+            let loaded = try record(load)
+            #expect(loaded["versionId"] as? String == "v-2", "\(damage)")
+            #expect(loaded["repairedAt"] is String, "\(damage)")
+            #expect(load.stderr.contains("connection refused"), "\(damage): \(load.stderr)")
+            #expect(load.stderr.contains("repaired it from its kept zip"), "\(damage): \(load.stderr)")
+            #expect(FileManager.default.contents(atPath: changed) == Data(BundleFactory.updateFiles(version: 2)["assets/part-5.js"]!.utf8))
+            #expect(FileManager.default.fileExists(atPath: paths[1] + "/index.html"), "\(damage)")
+        }
+        let verify = try await CommandRunner.run(["cache", "verify", "--signatures"], environment: environment)
+        #expect(verify.status == 0, "stderr: \(verify.stderr)")
+
+        // A kept zip that fails its check cannot repair: the older intact version, and stderr says why.
+        try FileManager.default.removeItem(atPath: paths[1] + "/index.html")
+        let keptZip = try #require(try FileManager.default.contentsOfDirectory(atPath: paths[1] + "/..").first { $0.hasSuffix(".zip") })
+        let keptPath = paths[1] + "/../" + keptZip
+        chmod(keptPath, 0o644)
+        var bytes = try #require(FileManager.default.contents(atPath: keptPath).map { [UInt8]($0) })
+        bytes[100] ^= 0x01
+        try writeTestFile(keptPath, bytes)
+        let fallback = try await CommandRunner.run(["load", "hello", "--json"], environment: environment)
+        let older = try record(fallback)
+        #expect(older["versionId"] as? String == "v-1")
+        #expect(fallback.stderr.contains("connection refused"), "\(fallback.stderr)")
+        #expect(fallback.stderr.contains("cached version v-2 is damaged and its kept zip cannot repair it"), "\(fallback.stderr)")
+        #expect(fallback.stderr.contains("using cached version v-1"), "\(fallback.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: paths[1] + "/index.html"), "nothing was installed over v-2")
+    }
+
     @Test func aProcessKilledDuringADeltaUpdateLeavesThePreviousVersionIntact() async throws {
         let app = try UpdatePlatform(host: RangeHost(mode: .multipart))
         let stall = NIOLockedValueBox(true)
