@@ -140,11 +140,16 @@ public struct UpdatePlatform: Sendable {
     public let published = NIOLockedValueBox(false)
 
     public init(host: RangeHost, v2: [String: String] = BundleFactory.updateFiles(version: 2)) throws {
+        try self.init(host: host, zips: (try BundleFactory.zip(BundleFactory.updateFiles(version: 1)), try BundleFactory.zip(v2)))
+    }
+
+    /// Versions 1 and 2 with zips made elsewhere (by another producer, or crafted).
+    public init(host: RangeHost, zips made: (v1: [UInt8], v2: [UInt8])) throws {
         let key = try SigningKey.generate()
         var versions: [FixtureVersion] = []
         var zips: [String: [UInt8]] = [:]
-        for (id, files) in [("ver-1", BundleFactory.updateFiles(version: 1)), ("ver-2", v2)] {
-            let signed = try BundleFactory.sign(try BundleFactory.zip(files), versionId: id, key: key)
+        for (id, zip) in [("ver-1", made.v1), ("ver-2", made.v2)] {
+            let signed = try BundleFactory.sign(zip, versionId: id, key: key)
             let path = "zips/\(id).zip"
             zips["/" + path] = signed.zip
             versions.append(FixtureVersion(versionId: id, versionTag: id, files: [path], publicKeyId: "key-1", signature: signed.signature))

@@ -148,6 +148,45 @@ import Testing
         }
     }
 
+    @Test func aPipelineRebuildFromServeFetchesLittleMoreThanAPerfectDelta() async throws {
+        // The same files zipped by Python's zipfile, streamed, at each build (new entry times), published
+        // as zipped.
+        let key = work + "/publisher"
+        _ = try await CommandRunner.run(["keygen", "--out", key, "--quiet"])
+        let registry = work + "/registry"
+        let files = BundleFactory.updateFiles(version: 1)
+        let zips = [try await PythonZip.make(files, .init(year: 2020, streamed: true)), try await PythonZip.make(files, .init(year: 2021, streamed: true))]
+        func publish(_ version: Int) async throws {
+            let path = work + "/v\(version).zip"
+            try writeTestFile(path, zips[version - 1])
+            let published = try await CommandRunner.run([
+                "publish", path, "--registry", registry, "--app-id", "hello", "--version-id", "v-\(version)",
+                "--version-tag", "1.0.\(version)", "--key", key + ".pem", "--quiet",
+            ])
+            #expect(published.status == 0, "stderr: \(published.stderr)")
+        }
+        try await publish(1)
+        let (server, url, log) = try await startServe(registry)
+        defer { server.terminate() }
+        let environment = ["MINIAPP_PLATFORM": url.absoluteString, "MINIAPP_PROJECT_ID": "any-project", "MINIAPP_CACHE_DIR": work + "/cache"]
+        #expect(transfer(try record(try await CommandRunner.run(["download", "hello", "--json"], environment: environment))).method == "full")
+        try await publish(2)
+        #expect(FileManager.default.contents(atPath: registry + "/apps/hello/versions/v-2/bundle.zip").map { [UInt8]($0) } == zips[1], "published as zipped")
+        let perfect = try perfectDeltaBytes(old: zips[0], new: zips[1])
+
+        let mark = logLines(log)
+        let update = try record(try await CommandRunner.run(["download", "hello", "--json"], environment: environment))
+        #expect(update["versionId"] as? String == "v-2")
+        #expect(update["signature"] as? String == "verified")
+        let (method, fetched, reused) = transfer(update)
+        #expect(method == "delta")
+        let traffic = try zipTraffic(log, from: mark)
+        #expect(fetched == traffic.bytes, "the record counts what the server sent: \(traffic.lines)")
+        #expect(traffic.bytes <= perfect + perfect / 10 + 32 << 10, "sent \(traffic.bytes), a perfect delta \(perfect), the zip \(zips[1].count)")
+        #expect((fetched ?? 0) + (reused ?? 0) >= zips[1].count)
+        #expect(traffic.lines.count == 2, "the end, then the headers and data descriptors in one request: \(traffic.lines)")
+    }
+
     @Test func installKeepsItsZipAndSharesFiles() async throws {
         let key = work + "/k"
         _ = try await CommandRunner.run(["keygen", "--out", key, "--quiet"])
