@@ -20,7 +20,7 @@ import Testing
 
     /// Installs version 1, then version 2 as an update with the host in `mode`; returns the update's record.
     func update(
-        mode: RangeMode, v2: [String: String] = DeltaUpdateTests.files(version: 2), zips: (v1: [UInt8], v2: [UInt8])? = nil,
+        mode: RangeMode, answersProbes: Bool = true, v2: [String: String] = DeltaUpdateTests.files(version: 2), zips: (v1: [UInt8], v2: [UInt8])? = nil,
         configure: (inout MiniAppConfiguration) -> Void = { _ in },
         logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
         before: (BundleCache, InstallRecord) throws -> Void = { _, _ in },
@@ -35,6 +35,7 @@ import Testing
             #expect(v1.record.zipBytes == Int64(platform.zips["/zips/ver-1.zip"]!.count))
             host.reset()
             host.mode = mode
+            host.answersProbes = answersProbes
             platform.published.withLockedValue { $0 = true }
             var configuration = makeConfiguration(server, cache: cache)
             configure(&configuration)
@@ -60,6 +61,7 @@ import Testing
         #expect(record.transfer?.fetchedBytes == Int64(host.bytesSent))
         #expect((record.transfer?.reusedBytes ?? 0) + (record.transfer?.fetchedBytes ?? 0) >= Int64(size))
         #expect(host.zipRequests == 2, "the end, then one request for every changed range: \(host.rangeHeaders)")
+        #expect(host.probes == 1, "a HEAD asked meanwhile what the server does with several ranges")
         #expect(host.rangeHeaders.last?.contains(",") == true)
         // Only the newest version keeps its zip.
         let view = try #require(found)
@@ -72,13 +74,35 @@ import Testing
         let (record, host, platform) = try await update(mode: .firstRangeOnly)
         #expect(record.transfer?.method == .delta)
         #expect(host.zipRequests >= 4, "\(host.rangeHeaders)")
+        #expect(host.rangeHeaders.allSatisfy { !$0.contains(",") }, "the HEAD said so: \(host.rangeHeaders)")
         #expect(host.bytesSent < platform.zips["/zips/ver-2.zip"]!.count / 5)
     }
 
-    @Test func aServerThatSendsTheWholeZipForSeveralRangesHasThatAnswerUsedAsTheDownload() async throws {
+    @Test func aServerThatSendsTheWholeZipForSeveralRangesGetsSingleRangesFromTheFirstUpdate() async throws {
         var base: URL?
         let (record, host, platform) = try await update(mode: .wholeForSeveral, then: { _, server, _, _ in base = server.baseURL })
         let size = platform.zips["/zips/ver-2.zip"]!.count
+        // A HEAD asking for two ranges got a 200: no GET asks for several, and no whole zip travels.
+        #expect(record.transfer?.method == .delta)
+        #expect(host.probes == 1)
+        #expect(host.rangeHeaders.allSatisfy { !$0.contains(",") }, "\(host.rangeHeaders)")
+        #expect(host.zipRequests >= 4, "the end, then one request per range: \(host.rangeHeaders)")
+        #expect(host.bytesSent < size / 5, "sent \(host.bytesSent) of \(size)")
+        #expect(record.transfer?.fetchedBytes == Int64(host.bytesSent))
+        // What was learnt is kept for the next process: it asks that server for one range at a time.
+        let remembered = try FileManager.default.contentsOfDirectory(atPath: cache + "/ranges")
+        #expect(remembered.count == 1)
+        let later = RangeSupport(directory: cache + "/ranges", pool: BlockingPool(.singleton))
+        let zip = try #require(base).appendingPathComponent("zips/ver-3.zip").absoluteString
+        #expect(await later.multipart(zip) == false)
+    }
+
+    @Test func aServerThatSendsTheWholeZipForSeveralRangesUnaskedHasThatAnswerUsedAsTheDownload() async throws {
+        // A server that does not answer the HEAD is asked for several ranges with a GET.
+        var base: URL?
+        let (record, host, platform) = try await update(mode: .wholeForSeveral, answersProbes: false, then: { _, server, _, _ in base = server.baseURL })
+        let size = platform.zips["/zips/ver-2.zip"]!.count
+        #expect(host.probes == 1)
         #expect(record.transfer?.method == .full)
         #expect(host.bytesSent < size + size / 5, "no byte fetched twice but the zip's end: \(host.bytesSent) of \(size)")
         #expect(record.transfer?.fetchedBytes == Int64(host.bytesSent))

@@ -30,9 +30,10 @@ import Testing
         #expect(published.status == 0, "stderr: \(published.stderr)")
     }
 
-    /// The zip body bytes `serve` logged for `bundle.zip` requests (one line per request) since line `from`.
+    /// The zip body bytes `serve` logged for `bundle.zip` GET requests (one line per request) since line
+    /// `from`; a HEAD (what a server does with several ranges, asked once per origin) has no body.
     func zipTraffic(_ log: URL, from: Int) throws -> (lines: [String], bytes: Int) {
-        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n").dropFirst(from).map(String.init).filter { $0.contains("/bundle.zip ") }
+        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n").dropFirst(from).map(String.init).filter { $0.contains("GET /") && $0.contains("/bundle.zip ") }
         let bytes = lines.compactMap { line in line.split(separator: " ").first { $0.hasSuffix("B") }.flatMap { Int($0.dropLast()) } }.reduce(0, +)
         return (lines, bytes)
     }

@@ -212,6 +212,11 @@ private final class DeltaRun: @unchecked Sendable {
             if response.status == .ok { return try await keepWhole(response, path: path) }
             throw Stop.unusable("the server answered \(response.status.code) to a range request")
         }
+        // The server answers a range. What it does with several, when not learnt yet, is asked meanwhile
+        // with a HEAD: no byte of a body, where a GET would get the whole zip from a server that answers
+        // several ranges with it (object stores, many CDNs, nginx with `max_ranges 1`).
+        let probeURL = url
+        async let probed = probeMultipart(probeURL)
         guard let tailRange = Self.contentRange(response.headers) else { throw Stop.unusable("the server's answer has no Content-Range") }
         size = tailRange.total
         guard size <= UInt64(downloader.maxBytes) else { throw DownloadError.tooLarge(url: url, limitBytes: downloader.maxBytes) }
@@ -257,6 +262,9 @@ private final class DeltaRun: @unchecked Sendable {
         sink = try DownloadSink(path: path)
 
         // 2. The ranges that changed, copying what did not in between, in order.
+        if ranges.count > 1, await downloader.rangeSupport.multipart(url) == nil, await probed == false {
+            downloader.rangeSupport.learn(url, multipart: false)
+        }
         var next = 0
         while next < ranges.count {
             let multipart = await downloader.rangeSupport.multipart(url)
@@ -413,6 +421,41 @@ private final class DeltaRun: @unchecked Sendable {
             throw Stop.unusable("a local header of the new zip does not fit its entry")
         }
         return source + (cursor - data)
+    }
+
+    /// What the server at `start` does with a request for several ranges, asked with a HEAD, which
+    /// costs no body: `true` for a multipart answer, `false` for a single part or the whole file, `nil`
+    /// when it does not say (another status, a failure) or the answer is known already. Redirects are
+    /// followed.
+    private func probeMultipart(_ start: String) async -> Bool? {
+        guard await downloader.rangeSupport.multipart(start) == nil else { return nil }
+        var target = start
+        for _ in 0...BundleDownloader.maxRedirects {
+            var request = HTTPClientRequest(url: target)
+            request.method = .HEAD
+            request.headers.add(name: "User-Agent", value: PackageInfo.userAgent)
+            // The first and the last byte: two ranges no server merges into one.
+            request.headers.add(name: "Range", value: "bytes=0-0,-1")
+            guard let response = try? await downloader.connections.execute(request, deadline: deadline) else { return nil }
+            do {
+                for try await _ in response.body {}
+            } catch {
+                return nil
+            }
+            switch response.status.code {
+            case 301, 302, 303, 307, 308:
+                guard let location = response.headers.first(name: "Location"), let next = URL(string: location, relativeTo: URL(string: target)),
+                      ["http", "https"].contains(next.scheme?.lowercased() ?? "") else { return nil }
+                target = next.absoluteString
+            case 206:
+                return response.headers.first(name: "Content-Type").flatMap(MultipartByteRanges.boundary(contentType:)) != nil
+            case 200:
+                return false
+            default:
+                return nil
+            }
+        }
+        return nil
     }
 
     /// Sends a GET for `range`, following redirects; returns the response with its body unread.
