@@ -156,6 +156,10 @@ private final class DeltaRun: @unchecked Sendable {
     var cursor: UInt64 = 0
     /// The piece holding `cursor`.
     var pieceIndex = 0
+    /// Bytes of the kept zip read at once from where a copy started: the copies that follow (the next
+    /// entries' data, between fetched headers) mostly come from them, not from a read each.
+    var readAhead: (start: UInt64, bytes: ByteBuffer)?
+    static let readAheadBytes = 1 << 20
     var tailStart: UInt64 = 0
     /// The entries whose compressed data the plan copies from an entry of the kept zip with other headers,
     /// by the new zip's local-header offset.
@@ -616,28 +620,31 @@ private final class DeltaRun: @unchecked Sendable {
             let piece = pieces[pieceIndex]
             let from = try source(of: piece, at: cursor)
             let end = min(piece.end, target)
-            let count = Int(min(end - cursor, 1 << 20))
+            let count = Int(min(end - cursor, UInt64(Self.readAheadBytes)))
+            if let ahead = readAhead, from >= ahead.start, from + UInt64(count) <= ahead.start + UInt64(ahead.bytes.readableBytes),
+               let slice = ahead.bytes.getSlice(at: ahead.bytes.readerIndex + Int(from - ahead.start), length: count) {
+                try await append(slice)
+                continue
+            }
             let descriptor = baseDescriptor
+            let length = Self.readAheadBytes
             let buffer = try await downloader.pool.run { () throws -> ByteBuffer in
-                var buffer = ByteBufferAllocator().buffer(capacity: count)
-                var failed = false
-                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                var buffer = ByteBufferAllocator().buffer(capacity: length)
+                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { raw in
                     var done = 0
-                    while done < count {
-                        let result = pread(descriptor, raw.baseAddress! + done, count - done, off_t(from) + off_t(done))
+                    while done < length {
+                        let result = pread(descriptor, raw.baseAddress! + done, length - done, off_t(from) + off_t(done))
                         if result < 0 && errno == EINTR { continue }
-                        guard result > 0 else {
-                            failed = true
-                            break
-                        }
+                        guard result > 0 else { break }
                         done += result
                     }
                     return done
                 }
-                if failed { throw Stop.unusable("the kept zip is shorter than it was") }
+                if buffer.readableBytes < count { throw Stop.unusable("the kept zip is shorter than it was") }
                 return buffer
             }
-            try await append(buffer)
+            readAhead = (from, buffer)
+            try await append(buffer.getSlice(at: buffer.readerIndex, length: count)!)
         }
     }
 
