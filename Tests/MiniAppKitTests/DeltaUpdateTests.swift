@@ -322,6 +322,13 @@ extension DeltaUpdateTests {
         let zips = (try await PythonZip.make(files, producer.options(year: 2020)), try await PythonZip.make(files, producer.options(year: 2021)))
         let perfect = try await offPool { try perfectDeltaBytes(old: zips.0, new: zips.1) }
         #expect(perfect < zips.1.count / 20, "every header differs, no data: \(perfect) of \(zips.1.count)")
+        // The first entry's extra field: in its local header, and in the central directory.
+        let zip = zips.1
+        func le16(_ at: Int) -> Int { Int(zip[at]) | Int(zip[at + 1]) << 8 }
+        let directory = le16(zip.count - 22 + 16) | le16(zip.count - 22 + 18) << 16
+        let extras = (local: le16(28), central: le16(directory + 30))
+        #expect(producer == .zip64 ? extras.local > extras.central : extras.local == extras.central, "\(extras)")
+        #expect(producer == .streamed ? le16(6) & 0x8 != 0 : le16(6) & 0x8 == 0, "a data descriptor follows each streamed entry")
         let log = LogRecorder()
         var found: BundleCache?
         let (record, host, _) = try await update(mode: .multipart, v2: files, zips: zips, logger: log.logger, then: { _, _, _, cache in found = cache })
