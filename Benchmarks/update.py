@@ -3,6 +3,8 @@
   update.py churn <bundle> <version>                         changes 5% of the files, scattered
   update.py mirror <serve-url> <nginx-url> <registry> <out>  the platform API as static files for nginx
   update.py measure ...                                      times updates, counts what servers sent, measures disk use
+  update.py pipezip <bundle> <year> <out.zip>                 the bundle zipped as a pipeline does (Python's zipfile, entries stamped <year>)
+  update.py pipeline ...                                     updates of app `pipe` (pipeline zips): a rebuild and a 5% release
 """
 import argparse
 import json
@@ -48,19 +50,43 @@ def fetch(url, host):
     with urllib.request.urlopen(request) as response:
         return response.read(), response.headers
 
+def pipezip(root, year, out):
+    """Zips `root` as a build pipeline does at each deploy: Python's zipfile, deflate at the default
+    level, every entry stamped January 1st of `year` (no two builds' headers are equal)."""
+    import zipfile
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in bundle_files(root):
+            info = zipfile.ZipInfo(path, date_time=(int(year), 1, 1, 0, 0, 0))
+            info.create_system, info.external_attr, info.compress_type = 3, 0o100644 << 16, zipfile.ZIP_DEFLATED
+            with open(os.path.join(root, path), "rb") as handle:
+                archive.writestr(info, handle.read())
+
+def perfect_delta(old, new):
+    """The bytes of zip `new` a perfect delta from zip `old` fetches: all but the compressed data of
+    the entries whose method, CRC-32 and sizes are those of an entry of `old`."""
+    import zipfile
+    key = lambda info: (info.compress_type, info.CRC, info.compress_size, info.file_size)
+    with zipfile.ZipFile(old) as archive:
+        kept = {key(info) for info in archive.infolist()}
+    with zipfile.ZipFile(new) as archive:
+        reused = sum(info.compress_size for info in archive.infolist() if key(info) in kept)
+    return os.path.getsize(new) - reused
+
 def mirror(serve, nginx, registry, out):
-    """Writes what `serve` answers for app `bench` as files under `out`, with zip URLs naming `nginx`
-    (serve builds them from the Host header), and each file manifest's Signature header as a line of
-    `signatures.map` beside `out`. Zips are hard links to the registry's."""
+    """Writes what `serve` answers for the apps of `registry` (the listing: app `bench`) as files under
+    `out`, with zip URLs naming `nginx` (serve builds them from the Host header), and each file
+    manifest's Signature header as a line of `signatures.map` beside `out`. Zips are hard links to the
+    registry's."""
     host = nginx.split("/")[2]
-    versions = sorted(os.listdir(os.path.join(registry, "apps/bench/versions")))
+    apps = sorted(os.listdir(os.path.join(registry, "apps")))
+    versions = [(app, version) for app in apps for version in sorted(os.listdir(os.path.join(registry, f"apps/{app}/versions")))]
     documents = {"host/p/miniapps/index.json": "host/p/miniapps/?miniAppId=bench"}
     for name in os.listdir(os.path.join(registry, "keys")):
         key = name.removesuffix(".json")
         documents[f"keys/{key}"] = f"keys/{key}"
-    for version in versions:
+    for app, version in versions:
         for kind in ("manifest", "metadata"):
-            documents[f"host/p/miniapp/bench/version/{version}/{kind}"] = f"host/p/miniapp/bench/version/{version}/{kind}"
+            documents[f"host/p/miniapp/{app}/version/{version}/{kind}"] = f"host/p/miniapp/{app}/version/{version}/{kind}"
     signatures = []
     for path, endpoint in documents.items():
         body, headers = fetch(serve + endpoint, host)
@@ -69,10 +95,10 @@ def mirror(serve, nginx, registry, out):
             handle.write(body)
         if headers.get("Signature"):
             signatures.append(f'/{path} "{headers["Signature"]}";\n')
-    for version in versions:
-        target = os.path.join(out, f"files/min-bench/ver-{version}/bundle.zip")
+    for app, version in versions:
+        target = os.path.join(out, f"files/min-{app}/ver-{version}/bundle.zip")
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        os.link(os.path.join(registry, f"apps/bench/versions/{version}/bundle.zip"), target)
+        os.link(os.path.join(registry, f"apps/{app}/versions/{version}/bundle.zip"), target)
     with open(os.path.join(os.path.dirname(out), "signatures.map"), "w") as handle:
         handle.writelines(signatures)
 
@@ -115,8 +141,8 @@ def run(bin, args, cache):
         raise SystemExit(f"error: benchmark command failed ({result.returncode}): {' '.join(command)}\n{result.stderr}")
     return elapsed, json.loads(result.stdout)
 
-def download(bin, server, version, cache, *extra):
-    return run(bin, ["download", "bench", "--version", version, "--platform", server, "--project-id", "p", *extra], cache)
+def download(bin, server, version, cache, *extra, app="bench"):
+    return run(bin, ["download", app, "--version", version, "--platform", server, "--project-id", "p", *extra], cache)
 
 def summary(samples):
     return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "samples": samples}
@@ -271,7 +297,74 @@ def print_summary(report, old, new):
               f"kept zips {disk['keptZipBytes'] / 1e6:.1f} MB, records and lists {parts['metadata'] / 1e6:.1f} MB; "
               f"files not read-only {disk['writableFiles']}; cache verify exit {disk['cacheVerifyExit']}")
 
+def pipeline(args):
+    """App `pipe`, zipped by a pipeline at each build: pipe-1, pipe-2 (a rebuild of the same files),
+    pipe-3 (a release changing 5% of them). From a fresh cache holding pipe-1 (so that nothing is
+    known about the server's ranges), the rebuild, then the release in the same cache, against the
+    rebuild with --no-delta; interleaved, on each server. Counts what the servers logged against a
+    perfect delta (the new zip less the compressed data the kept zip holds)."""
+    servers = {"serve": (args.serve, args.serve_log), "nginx": (args.nginx, args.nginx_log),
+               "nginx max_ranges 1": (args.nginx_single, args.nginx_single_log)}
+    logs = {name: RequestLog(log) for name, (_, log) in servers.items()}
+    zips = {version: os.path.join(args.registry, f"apps/pipe/versions/{version}/bundle.zip") for version in ("pipe-1", "pipe-2", "pipe-3")}
+    perfect = {"rebuild": perfect_delta(zips["pipe-1"], zips["pipe-2"]), "release": perfect_delta(zips["pipe-2"], zips["pipe-3"])}
+    sizes = {"rebuild": os.path.getsize(zips["pipe-2"]), "release": os.path.getsize(zips["pipe-3"])}
+    times = {(name, kind): [] for name in servers for kind in ("rebuild", "rebuild --no-delta", "release")}
+    traffic, transfers = {}, {}
+    for round_index in range(args.rounds):
+        for name, (server, _) in servers.items():
+            for contender in ("rebuild", "rebuild --no-delta"):
+                cache = tempfile.mkdtemp(prefix="cache.", dir=args.dir)
+                download(args.bin, server, "pipe-1", cache, app="pipe")
+                steps = [("rebuild", "pipe-2")] + ([("release", "pipe-3")] if contender == "rebuild" else [])
+                for kind, version in steps:
+                    extra = ["--no-delta"] if contender == "rebuild --no-delta" else []
+                    subprocess.run(["sync"], check=True)
+                    logs[name].since()
+                    elapsed, record = download(args.bin, server, version, cache, *extra, app="pipe")
+                    label = contender if kind == "rebuild" else kind
+                    times[(name, label)].append(elapsed)
+                    traffic[(name, label)] = zip_traffic(logs[name].since())
+                    transfers[(name, label)] = record.get("transfer")
+                shutil.rmtree(cache)
+        print(f"pipeline round {round_index + 1} of {args.rounds} done", file=sys.stderr)
+    results = {}
+    for name in servers:
+        results[name] = {}
+        for kind in ("rebuild", "release"):
+            fetched = traffic[(name, kind)]["zipBytes"]
+            results[name][kind] = {
+                "seconds": summary(times[(name, kind)]), "traffic": traffic[(name, kind)], "transfer": transfers[(name, kind)],
+                "perfectDelta": perfect[kind], "zipBytes": sizes[kind], "fetchedOverPerfect": fetched / perfect[kind],
+                "withinGoal": fetched <= 1.1 * perfect[kind] + 32768,
+            }
+        results[name]["rebuild --no-delta"] = {"seconds": summary(times[(name, "rebuild --no-delta")]), "traffic": traffic[(name, "rebuild --no-delta")]}
+        results[name]["rebuildOverNoDelta"] = results[name]["rebuild"]["seconds"]["median"] / results[name]["rebuild --no-delta"]["seconds"]["median"]
+    report = {"folder": os.path.dirname(args.dir), "rounds": args.rounds, "results": results, "date": time.strftime("%Y-%m-%d"),
+              "goals": {"fetched": "<= 1.1 x a perfect delta + 32 KiB", "rebuildOverNoDelta": "< 1"}}
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as handle:
+        json.dump(report, handle, indent=2)
+    yes = lambda ok: "yes" if ok else "NO"
+    print(f"pipeline zips (Python's zipfile, new entry times at each build), {args.rounds} rounds, caches in {args.dir}")
+    print(f"{'server':19} {'case':8} {'fetched':>10} {'perfect':>10} {'ratio':>6} {'goal':>4} {'requests':>8} {'update':>8} {'no-delta':>8}")
+    for name, value in results.items():
+        for kind in ("rebuild", "release"):
+            item = value[kind]
+            no_delta = value["rebuild --no-delta"]["seconds"]["median"] * 1000 if kind == "rebuild" else float("nan")
+            print(f"{name:19} {kind:8} {item['traffic']['zipBytes']:10,d} {item['perfectDelta']:10,d} {item['fetchedOverPerfect']:6.2f} "
+                  f"{yes(item['withinGoal']):>4} {item['traffic']['zipRequests']:8d} {item['seconds']['median'] * 1000:6.0f}ms {no_delta:6.0f}ms")
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "pipezip":
+        return pipezip(*sys.argv[2:5])
+    if len(sys.argv) > 1 and sys.argv[1] == "pipeline":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("command")
+        for name in ["bin", "serve", "serve-log", "nginx", "nginx-log", "nginx-single", "nginx-single-log", "registry", "dir", "out"]:
+            parser.add_argument("--" + name, required=True)
+        parser.add_argument("--rounds", type=int, default=5)
+        return pipeline(parser.parse_args())
     if len(sys.argv) > 1 and sys.argv[1] == "churn":
         return churn(sys.argv[2], int(sys.argv[3]))
     if len(sys.argv) > 1 and sys.argv[1] == "mirror":

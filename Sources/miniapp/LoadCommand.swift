@@ -6,8 +6,9 @@ struct LoadCommand: AsyncParsableCommand {
         commandName: "load",
         abstract: "Make sure a version is cached and intact, and print the folder holding its index.html.",
         discussion: """
-            What a host does before showing a mini-app. When the platform is unreachable, the newest intact
-            cached version is used and stderr says so.
+            What a host does before showing a mini-app. When the platform is unreachable, the newest cached
+            version is used as with --offline (repaired from its kept zip when damaged, else the newest
+            intact one) and stderr says so.
             Examples:
               miniapp load 1a2b3c
               miniapp load 1a2b3c --offline --json

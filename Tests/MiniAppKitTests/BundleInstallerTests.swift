@@ -48,16 +48,48 @@ func withInstaller<Result: Sendable>(
     _ body: (BundleInstaller) async throws -> Result
 ) async throws -> Result {
     let platform = configuration.offline ? nil : try PlatformClient(configuration: configuration)
+    defer { _ = platform }
+    do {
+        let result = try await withInstaller(configuration, platform: platform, logger: logger, body)
+        try await platform?.shutdown()
+        return result
+    } catch {
+        try await platform?.shutdown()
+        throw error
+    }
+}
+
+/// Runs `body` with an installer for `configuration` whose platform client talks to 127.0.0.1:`port`
+/// instead of the configured platform (whose part of the cache it keeps using).
+func withInstaller<Result: Sendable>(
+    _ configuration: MiniAppConfiguration, platformAt port: Int, _ body: (BundleInstaller) async throws -> Result
+) async throws -> Result {
+    var elsewhere = configuration
+    elsewhere.platform = .remote(URL(string: "http://127.0.0.1:\(port)/")!)
+    let platform = try PlatformClient(configuration: elsewhere)
+    do {
+        let result = try await withInstaller(configuration, platform: platform, body)
+        try await platform.shutdown()
+        return result
+    } catch {
+        try await platform.shutdown()
+        throw error
+    }
+}
+
+/// Runs `body` with an installer for `configuration` that talks to `platform` (the caller's to close).
+func withInstaller<Result: Sendable>(
+    _ configuration: MiniAppConfiguration, platform: PlatformClient?, logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+    _ body: (BundleInstaller) async throws -> Result
+) async throws -> Result {
     let installer = try BundleInstaller(configuration: configuration, platform: platform, logger: logger)
     defer { _ = installer }
     do {
         let result = try await body(installer)
         await installer.shutdown()
-        try await platform?.shutdown()
         return result
     } catch {
         await installer.shutdown()
-        try await platform?.shutdown()
         throw error
     }
 }
@@ -412,6 +444,74 @@ func withInstaller<Result: Sendable>(
             #expect(outcome.record.source == .cache)
             #expect(outcome.notes.first?.contains("unavailable") == true)
             #expect(CacheSnapshot(cache).files.count > 0, "a 5xx never deletes anything")
+        }
+    }
+
+    /// What damages the newest cached version before a load with the platform unreachable.
+    enum Damage: String, CaseIterable, Sendable {
+        case fileChanged, fileMissing, keptZipFailsItsCheck
+    }
+
+    @Test(arguments: Damage.allCases)
+    func anUnreachablePlatformRepairsTheNewestVersionFromItsKeptZipAsOfflineDoes(damage: Damage) async throws {
+        var v2 = BundleFactory.helloFiles
+        v2["js/two.js"] = "console.log('two')"
+        let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles), ("ver-2", "2.0.0", v2)])
+        let closed = LoopbackPort()
+        defer { withExtendedLifetime(closed) {} }
+        let cache = self.cache
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let configuration = makeConfiguration(server, cache: cache)
+            _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-1") }
+            let newest = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }.record
+            #expect(newest.versionId == "ver-2")
+            let view = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            switch damage {
+            case .fileChanged:
+                chmod(newest.path + "/js/app.js", 0o644)
+                try writeTestFile(newest.path + "/js/app.js", Array("tampered".utf8))
+            case .fileMissing:
+                try FileManager.default.removeItem(atPath: newest.path + "/css/app.css")
+            case .keptZipFailsItsCheck:
+                try FileManager.default.removeItem(atPath: newest.path + "/js/two.js")
+                let zip = try #require(view.keptZipPath(newest))
+                chmod(zip, 0o644)
+                var bytes = try #require(FileManager.default.contents(atPath: zip).map { [UInt8]($0) })
+                bytes[40] ^= 0x01
+                try writeTestFile(zip, bytes)
+            }
+            #expect(!view.check(newest).intact)
+            let requests = server.requests.count
+
+            // The platform's address refuses connections; the cache is the configured platform's.
+            let outcome = try await withInstaller(configuration, platformAt: closed.port) { try await $0.load(appId: "app-hello") }
+            #expect(server.requests.count == requests, "nothing reached the platform")
+            #expect(outcome.notes.first?.contains("the platform is unavailable") == true, "\(outcome.notes)")
+            #expect(outcome.notes.first?.contains("connection refused") == true, "\(outcome.notes)")
+            let stored = try #require(view.record(appId: "app-hello", versionId: "ver-2"))
+            switch damage {
+            case .fileChanged, .fileMissing:
+                #expect(outcome.record.versionId == "ver-2")
+                #expect(outcome.notes.contains { $0.contains("repaired it from its kept zip") }, "\(outcome.notes)")
+                #expect(stored.repairedAt != nil)
+                #expect(view.check(stored, thorough: true).intact)
+                let older = try #require(view.record(appId: "app-hello", versionId: "ver-1"))
+                #expect(view.check(older, thorough: true).intact, "a file shared with ver-1 is repaired there too")
+            case .keptZipFailsItsCheck:
+                #expect(outcome.record.versionId == "ver-1")
+                #expect(outcome.notes.first?.contains("cached version ver-2 is damaged and its kept zip cannot repair it") == true, "\(outcome.notes)")
+                #expect(outcome.notes.first?.hasSuffix("using cached version ver-1") == true, "\(outcome.notes)")
+                #expect(stored.repairedAt == nil)
+                #expect(!view.check(stored).intact, "nothing was installed over it")
+            }
+
+            // A given version is repaired from its kept zip by a download too, with no platform.
+            if damage != .keptZipFailsItsCheck {
+                try FileManager.default.removeItem(atPath: stored.path + "/index.html")
+                let again = try await withInstaller(configuration, platformAt: closed.port) { try await $0.download(appId: "app-hello", versionId: "ver-2") }
+                #expect(again.notes.first?.contains("repaired it from its kept zip") == true, "\(again.notes)")
+                #expect(view.check(again.record, thorough: true).intact)
+            }
         }
     }
 

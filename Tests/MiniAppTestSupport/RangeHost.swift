@@ -30,6 +30,8 @@ public final class RangeHost: Sendable {
         var bytes = 0
         var ranges: [String] = []
         var tamperedOnce = false
+        var probes = 0
+        var answersProbes = true
     }
 
     private let state: NIOLockedValueBox<State>
@@ -43,11 +45,18 @@ public final class RangeHost: Sendable {
         set { state.withLockedValue { $0.mode = newValue } }
     }
 
-    /// Requests for zips, and the body bytes sent for them, since the last ``reset()``.
+    /// GET requests for zips, and the body bytes sent for them, since the last ``reset()``.
     public var zipRequests: Int { state.withLockedValue { $0.zipRequests } }
     public var bytesSent: Int { state.withLockedValue { $0.bytes } }
-    /// The `Range` headers received, in order.
+    /// The `Range` headers of those requests, in order.
     public var rangeHeaders: [String] { state.withLockedValue { $0.ranges } }
+    /// HEAD requests for zips (which get the headers a GET would, and no body), since the last ``reset()``.
+    public var probes: Int { state.withLockedValue { $0.probes } }
+    /// Whether HEAD requests are answered (else `405`, as some servers do).
+    public var answersProbes: Bool {
+        get { state.withLockedValue { $0.answersProbes } }
+        set { state.withLockedValue { $0.answersProbes = newValue } }
+    }
 
     public func reset() {
         state.withLockedValue {
@@ -56,11 +65,20 @@ public final class RangeHost: Sendable {
             $0.bytes = 0
             $0.ranges = []
             $0.tamperedOnce = false
+            $0.probes = 0
         }
     }
 
     /// The answer to `request` for `blob`.
     public func serve(_ blob: [UInt8], _ request: RecordedRequest) -> StubResponse {
+        if request.method == "HEAD" {
+            let answered = state.withLockedValue { state in
+                state.probes += 1
+                return state.answersProbes
+            }
+            guard answered else { return StubResponse(status: 405) }
+            return answer(blob, request, counted: false)
+        }
         let response = answer(blob, request)
         state.withLockedValue {
             $0.zipRequests += 1
@@ -69,8 +87,9 @@ public final class RangeHost: Sendable {
         return response
     }
 
-    private func answer(_ blob: [UInt8], _ request: RecordedRequest) -> StubResponse {
+    private func answer(_ blob: [UInt8], _ request: RecordedRequest, counted: Bool = true) -> StubResponse {
         let (mode, count) = state.withLockedValue { state -> (RangeMode, Int) in
+            guard counted else { return (state.mode, max(state.requests, 1)) }
             state.requests += 1
             if let range = request.header("Range") { state.ranges.append(range) }
             return (state.mode, state.requests)
@@ -82,7 +101,7 @@ public final class RangeHost: Sendable {
         guard !ranges.isEmpty else { return StubResponse(status: 416, headers: [("Content-Range", "bytes */\(blob.count)")]) }
         let total = mode == .lyingSize && count > 1 ? blob.count + 1 : blob.count
         var data = blob
-        if mode == .tampered, ranges.first!.upperBound < blob.count {
+        if mode == .tampered, counted, ranges.first!.upperBound < blob.count {
             let flip = state.withLockedValue { state -> Bool in
                 defer { state.tamperedOnce = true }
                 return !state.tamperedOnce
@@ -140,11 +159,16 @@ public struct UpdatePlatform: Sendable {
     public let published = NIOLockedValueBox(false)
 
     public init(host: RangeHost, v2: [String: String] = BundleFactory.updateFiles(version: 2)) throws {
+        try self.init(host: host, zips: (try BundleFactory.zip(BundleFactory.updateFiles(version: 1)), try BundleFactory.zip(v2)))
+    }
+
+    /// Versions 1 and 2 with zips made elsewhere (by another producer, or crafted).
+    public init(host: RangeHost, zips made: (v1: [UInt8], v2: [UInt8])) throws {
         let key = try SigningKey.generate()
         var versions: [FixtureVersion] = []
         var zips: [String: [UInt8]] = [:]
-        for (id, files) in [("ver-1", BundleFactory.updateFiles(version: 1)), ("ver-2", v2)] {
-            let signed = try BundleFactory.sign(try BundleFactory.zip(files), versionId: id, key: key)
+        for (id, zip) in [("ver-1", made.v1), ("ver-2", made.v2)] {
+            let signed = try BundleFactory.sign(zip, versionId: id, key: key)
             let path = "zips/\(id).zip"
             zips["/" + path] = signed.zip
             versions.append(FixtureVersion(versionId: id, versionTag: id, files: [path], publicKeyId: "key-1", signature: signed.signature))

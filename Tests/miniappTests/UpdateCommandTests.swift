@@ -30,9 +30,10 @@ import Testing
         #expect(published.status == 0, "stderr: \(published.stderr)")
     }
 
-    /// The zip body bytes `serve` logged for `bundle.zip` requests (one line per request) since line `from`.
+    /// The zip body bytes `serve` logged for `bundle.zip` GET requests (one line per request) since line
+    /// `from`; a HEAD (what a server does with several ranges, asked once per origin) has no body.
     func zipTraffic(_ log: URL, from: Int) throws -> (lines: [String], bytes: Int) {
-        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n").dropFirst(from).map(String.init).filter { $0.contains("/bundle.zip ") }
+        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n").dropFirst(from).map(String.init).filter { $0.contains("GET /") && $0.contains("/bundle.zip ") }
         let bytes = lines.compactMap { line in line.split(separator: " ").first { $0.hasSuffix("B") }.flatMap { Int($0.dropLast()) } }.reduce(0, +)
         return (lines, bytes)
     }
@@ -148,6 +149,45 @@ import Testing
         }
     }
 
+    @Test func aPipelineRebuildFromServeFetchesLittleMoreThanAPerfectDelta() async throws {
+        // The same files zipped by Python's zipfile, streamed, at each build (new entry times), published
+        // as zipped.
+        let key = work + "/publisher"
+        _ = try await CommandRunner.run(["keygen", "--out", key, "--quiet"])
+        let registry = work + "/registry"
+        let files = BundleFactory.updateFiles(version: 1)
+        let zips = [try await PythonZip.make(files, .init(year: 2020, streamed: true)), try await PythonZip.make(files, .init(year: 2021, streamed: true))]
+        func publish(_ version: Int) async throws {
+            let path = work + "/v\(version).zip"
+            try writeTestFile(path, zips[version - 1])
+            let published = try await CommandRunner.run([
+                "publish", path, "--registry", registry, "--app-id", "hello", "--version-id", "v-\(version)",
+                "--version-tag", "1.0.\(version)", "--key", key + ".pem", "--quiet",
+            ])
+            #expect(published.status == 0, "stderr: \(published.stderr)")
+        }
+        try await publish(1)
+        let (server, url, log) = try await startServe(registry)
+        defer { server.terminate() }
+        let environment = ["MINIAPP_PLATFORM": url.absoluteString, "MINIAPP_PROJECT_ID": "any-project", "MINIAPP_CACHE_DIR": work + "/cache"]
+        #expect(transfer(try record(try await CommandRunner.run(["download", "hello", "--json"], environment: environment))).method == "full")
+        try await publish(2)
+        #expect(FileManager.default.contents(atPath: registry + "/apps/hello/versions/v-2/bundle.zip").map { [UInt8]($0) } == zips[1], "published as zipped")
+        let perfect = try perfectDeltaBytes(old: zips[0], new: zips[1])
+
+        let mark = logLines(log)
+        let update = try record(try await CommandRunner.run(["download", "hello", "--json"], environment: environment))
+        #expect(update["versionId"] as? String == "v-2")
+        #expect(update["signature"] as? String == "verified")
+        let (method, fetched, reused) = transfer(update)
+        #expect(method == "delta")
+        let traffic = try zipTraffic(log, from: mark)
+        #expect(fetched == traffic.bytes, "the record counts what the server sent: \(traffic.lines)")
+        #expect(traffic.bytes <= perfect + perfect / 10 + 32 << 10, "sent \(traffic.bytes), a perfect delta \(perfect), the zip \(zips[1].count)")
+        #expect((fetched ?? 0) + (reused ?? 0) >= zips[1].count)
+        #expect(traffic.lines.count == 2, "the end, then the headers and data descriptors in one request: \(traffic.lines)")
+    }
+
     @Test func installKeepsItsZipAndSharesFiles() async throws {
         let key = work + "/k"
         _ = try await CommandRunner.run(["keygen", "--out", key, "--quiet"])
@@ -185,6 +225,67 @@ import Testing
         #expect(stored?["source"] as? String == "bundle", "the version keeps its source")
         #expect(stored?["repairedAt"] is String)
         #expect(FileManager.default.contents(atPath: damaged) == Data(BundleFactory.updateFiles(version: 2)["assets/part-5.js"]!.utf8))
+    }
+
+    @Test func loadWithThePlatformUnreachableRepairsTheNewestVersionOrSaysWhyItCannot() async throws {
+        let key = work + "/k"
+        _ = try await CommandRunner.run(["keygen", "--out", key, "--quiet"])
+        let closed = LoopbackPort()
+        defer { withExtendedLifetime(closed) {} }
+        let environment = [
+            "MINIAPP_PLATFORM": "http://127.0.0.1:\(closed.port)/", "MINIAPP_PROJECT_ID": "proj-1",
+            "MINIAPP_CACHE_DIR": work + "/cache", "MINIAPP_CONFIG": try fastConfigFile(), "HOME": work,
+        ]
+        var paths: [String] = []
+        for version in [1, 2] {
+            let zip = work + "/v\(version).zip"
+            try writeTestFile(zip, try BundleFactory.zip(BundleFactory.updateFiles(version: version)))
+            let signed = try await CommandRunner.run(["sign", zip, "--version-id", "v-\(version)", "--key", key + ".pem", "--json"])
+            let signature = try #require((try signed.json() as? [String: String])?["signature"])
+            let installed = try record(try await CommandRunner.run([
+                "install", zip, "--app-id", "hello", "--version-id", "v-\(version)", "--signature", signature, "--public-key", key + ".pub.pem", "--json",
+            ], environment: environment))
+            paths.append(try #require(installed["path"] as? String))
+        }
+        let grant = try await CommandRunner.run(["permissions", "grant", "hello", "USER_NAME"], environment: environment)
+        #expect(grant.status == 0, "stderr: \(grant.stderr)")
+        let changed = paths[1] + "/assets/part-5.js"
+        let damages: [(String, () throws -> Void)] = [
+            ("a file changed", {
+                chmod(changed, 0o644)
+                try writeTestFile(changed, Array("changed".utf8))
+            }),
+            ("a file missing", { try FileManager.default.removeItem(atPath: paths[1] + "/index.html") }),
+        ]
+        for (damage, apply) in damages {
+            try apply()
+            let load = try await CommandRunner.run(["load", "hello", "--json"], environment: environment)
+            let loaded = try record(load)
+            #expect(loaded["versionId"] as? String == "v-2", "\(damage)")
+            #expect(loaded["repairedAt"] is String, "\(damage)")
+            #expect(load.stderr.contains("connection refused"), "\(damage): \(load.stderr)")
+            #expect(load.stderr.contains("repaired it from its kept zip"), "\(damage): \(load.stderr)")
+            #expect(FileManager.default.contents(atPath: changed) == Data(BundleFactory.updateFiles(version: 2)["assets/part-5.js"]!.utf8))
+            #expect(FileManager.default.fileExists(atPath: paths[1] + "/index.html"), "\(damage)")
+        }
+        let verify = try await CommandRunner.run(["cache", "verify", "--signatures"], environment: environment)
+        #expect(verify.status == 0, "stderr: \(verify.stderr)")
+
+        // A kept zip that fails its check cannot repair: the older intact version, and stderr says why.
+        try FileManager.default.removeItem(atPath: paths[1] + "/index.html")
+        let keptZip = try #require(try FileManager.default.contentsOfDirectory(atPath: paths[1] + "/..").first { $0.hasSuffix(".zip") })
+        let keptPath = paths[1] + "/../" + keptZip
+        chmod(keptPath, 0o644)
+        var bytes = try #require(FileManager.default.contents(atPath: keptPath).map { [UInt8]($0) })
+        bytes[100] ^= 0x01
+        try writeTestFile(keptPath, bytes)
+        let fallback = try await CommandRunner.run(["load", "hello", "--json"], environment: environment)
+        let older = try record(fallback)
+        #expect(older["versionId"] as? String == "v-1")
+        #expect(fallback.stderr.contains("connection refused"), "\(fallback.stderr)")
+        #expect(fallback.stderr.contains("cached version v-2 is damaged and its kept zip cannot repair it"), "\(fallback.stderr)")
+        #expect(fallback.stderr.contains("using cached version v-1"), "\(fallback.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: paths[1] + "/index.html"), "nothing was installed over v-2")
     }
 
     @Test func aProcessKilledDuringADeltaUpdateLeavesThePreviousVersionIntact() async throws {

@@ -271,15 +271,23 @@ private struct EndRecord {
     var correction: UInt64
 
     static func find<Source: ZipBytes & ~Copyable>(in file: borrowing Source) throws(ArchiveError) -> EndRecord {
+        // The record is in the last 22 bytes of a zip without a comment, and in the last 64 KiB of any:
+        // the last 4 KiB are searched first (so that the end of a zip fetched over the network need not
+        // reach 64 KiB back), then all of it. Positions are tried from the end in both, and the first
+        // search stops 20 bytes short of its start (a zip64 locator before the record must be in view):
+        // the record found is the one a search of the whole 64 KiB finds.
+        let shortLength = min(file.size, 22 + 4_096)
         let tailLength = min(file.size, 22 + 65_535)
-        let tail = try file.bytes(at: file.size - tailLength, count: tailLength)
-        var position = tail.count - 22
-        while position >= 0 {
-            if tail[position] == 0x50, tail[position + 1] == 0x4B, tail[position + 2] == 0x05, tail[position + 3] == 0x06,
-               let record = try candidate(at: file.size - tailLength + UInt64(position), tail: tail, position: position, file: file) {
-                return record
+        for (length, lowest) in shortLength < tailLength ? [(shortLength, 20), (tailLength, 0)] : [(tailLength, 0)] {
+            let tail = try file.bytes(at: file.size - length, count: length)
+            var position = tail.count - 22
+            while position >= lowest {
+                if tail[position] == 0x50, tail[position + 1] == 0x4B, tail[position + 2] == 0x05, tail[position + 3] == 0x06,
+                   let record = try candidate(at: file.size - length + UInt64(position), tail: tail, position: position, file: file) {
+                    return record
+                }
+                position -= 1
             }
-            position -= 1
         }
         throw .corrupt(reason: "no end of central directory record")
     }

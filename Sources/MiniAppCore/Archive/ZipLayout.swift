@@ -18,15 +18,53 @@ package struct ZipLayout: Sendable, Equatable {
         package var length: UInt64
     }
 
+    /// What makes two entries' compressed data interchangeable, whatever their names, times and extra
+    /// fields: the same method, CRC-32 and sizes (the signature over the assembled zip checks the bytes).
+    package struct DataKey: Hashable, Sendable {
+        package var method: UInt16
+        package var crc32: UInt32
+        package var compressedSize: UInt64
+        package var uncompressedSize: UInt64
+    }
+
     /// One entry's bytes: from its local header up to the next entry's (or the central directory).
     package struct Span: Sendable, Equatable {
         package var key: Key
         package var offset: UInt64
+        /// Where its compressed data starts, once its local header was read (``ZipLayout/read(_:maxEntries:)``).
+        package var dataOffset: UInt64?
         package var end: UInt64 { offset + key.length }
 
-        package init(key: Key, offset: UInt64) {
+        package init(key: Key, offset: UInt64, dataOffset: UInt64? = nil) {
             self.key = key
             self.offset = offset
+            self.dataOffset = dataOffset
+        }
+
+        package var dataKey: DataKey {
+            DataKey(method: key.method, crc32: key.crc32, compressedSize: key.compressedSize, uncompressedSize: key.uncompressedSize)
+        }
+
+        /// How the span splits around its compressed data when only the central directory is known (the
+        /// local header's extra field may be longer or shorter than the directory's): at most `header`
+        /// bytes of local header, then `body` bytes that are compressed data whatever the header's length,
+        /// then `tail` bytes that hold the data descriptor (when flag bit 3 says there is one, 12 to 24
+        /// bytes) and possibly the data's last bytes. `nil` when the span cannot hold what the directory
+        /// says, or holds no data.
+        package var dataWindow: (header: UInt64, body: UInt64, tail: UInt64)? {
+            let compressed = key.compressedSize
+            let smallestHeader = 30 + UInt64(key.rawName.count)
+            guard compressed > 0, key.length > compressed, key.length - compressed >= smallestHeader else { return nil }
+            let around = key.length - compressed
+            guard key.flags & 0x8 != 0 else { return (around, compressed, 0) }
+            // A descriptor is 12 bytes at least (no signature, 32-bit sizes) and 24 at most (signature,
+            // 64-bit sizes): the header is no longer than `around - 12`, the descriptor no longer than
+            // what the shortest header leaves.
+            guard around >= smallestHeader + 12 else { return nil }
+            let header = around - 12
+            let tail = min(24, around - smallestHeader)
+            guard key.length > header + tail else { return nil }
+            return (header, key.length - header - tail, tail)
         }
     }
 
@@ -50,10 +88,37 @@ package struct ZipLayout: Sendable, Equatable {
         return offsets
     }
 
-    /// The layout of the zip file at `path`.
+    /// The length of the local header whose first 30 bytes are `header` (name and extra field included),
+    /// or `nil` when they are not a local header.
+    package static func localHeaderLength(_ header: [UInt8]) -> UInt64? {
+        guard header.count >= 30, header[0] == 0x50, header[1] == 0x4B, header[2] == 0x03, header[3] == 0x04 else { return nil }
+        return 30 + (UInt64(header[26]) | UInt64(header[27]) << 8) + (UInt64(header[28]) | UInt64(header[29]) << 8)
+    }
+
+    /// Where the compressed data of the first entry with each data key starts, and where that entry's
+    /// local header does, among the entries whose local header was read.
+    package var dataSources: [DataKey: (data: UInt64, header: UInt64)] {
+        var sources: [DataKey: (data: UInt64, header: UInt64)] = [:]
+        for span in spans where span.end <= directoryStart {
+            guard let data = span.dataOffset, sources[span.dataKey] == nil else { continue }
+            sources[span.dataKey] = (data, span.offset)
+        }
+        return sources
+    }
+
+    /// The layout of the zip file at `path`, with where each entry's compressed data starts (from its
+    /// local header; left unknown for an entry whose header does not fit its span).
     package static func read(_ path: String, maxEntries: Int) throws(ArchiveError) -> ZipLayout {
         let file = try ZipFileReader(path)
-        return try ZipDirectory.layout(of: file, maxEntries: maxEntries)
+        var layout = try ZipDirectory.layout(of: file, maxEntries: maxEntries)
+        for index in layout.spans.indices {
+            let span = layout.spans[index]
+            guard span.key.compressedSize > 0, span.end <= layout.directoryStart, span.key.length >= 30,
+                  let header = try? file.bytes(at: span.offset, count: 30) else { continue }
+            guard let length = localHeaderLength(header), length <= span.key.length, span.key.length - length >= span.key.compressedSize else { continue }
+            layout.spans[index].dataOffset = span.offset + length
+        }
+        return layout
     }
 }
 
@@ -93,12 +158,17 @@ package struct DeltaPlan: Sendable, Equatable {
         package var offset: UInt64
         package var length: UInt64
         package var source: UInt64?
+        /// For compressed data copied from an entry of the kept zip that differs in its headers: where the
+        /// new entry's local header starts. `source` is then where the data starts in the kept zip, and the
+        /// piece's bytes are found relative to where the new local header ends (read as it arrives).
+        package var header: UInt64?
         package var end: UInt64 { offset + length }
 
-        package init(offset: UInt64, length: UInt64, source: UInt64?) {
+        package init(offset: UInt64, length: UInt64, source: UInt64?, header: UInt64? = nil) {
             self.offset = offset
             self.length = length
             self.source = source
+            self.header = header
         }
     }
 
@@ -123,7 +193,7 @@ package struct DeltaPlan: Sendable, Equatable {
         var index = 0
         for span in new.spans {
             while index < pieces.count, pieces[index].end <= span.offset { index += 1 }
-            guard index < pieces.count, let source = pieces[index].source,
+            guard index < pieces.count, let source = pieces[index].source, pieces[index].header == nil,
                   pieces[index].offset <= span.offset, span.end <= pieces[index].end else { continue }
             copied[span.offset] = source + (span.offset - pieces[index].offset)
         }
@@ -131,20 +201,24 @@ package struct DeltaPlan: Sendable, Equatable {
     }
 
     /// Plans bytes `0..<end` of the zip laid out as `new` from the kept zip laid out as `old`: an entry
-    /// whose key matches an entry of the kept zip is copied, the rest (data before the first entry,
+    /// whose key matches an entry of the kept zip is copied whole (the cheapest way); an entry whose data
+    /// key matches one whose data the kept zip holds (``ZipLayout/dataSources``) has its local header and
+    /// data descriptor fetched and its compressed data copied; the rest (data before the first entry,
     /// changed entries, the central directory up to `end`) is fetched. Fetches separated by a copy of at
-    /// most `mergeGap` bytes become one fetch: a request costs more than a few bytes.
+    /// most `mergeGap` bytes become one fetch: a request, or a part of a multipart answer, costs more
+    /// than a few bytes.
     package static func make(new: ZipLayout, old: ZipLayout, end: UInt64, mergeGap: UInt64 = 256) -> DeltaPlan {
         let kept = old.firstOffsets
+        let data = old.dataSources
         var pieces: [Piece] = []
-        func add(_ offset: UInt64, _ length: UInt64, _ source: UInt64?) {
+        func add(_ offset: UInt64, _ length: UInt64, _ source: UInt64?, header: UInt64? = nil) {
             guard length > 0 else { return }
             if let last = pieces.last, last.source == nil, source == nil {
                 pieces[pieces.count - 1].length += length
-            } else if let last = pieces.last, let lastSource = last.source, let source, lastSource + last.length == source {
+            } else if let last = pieces.last, let lastSource = last.source, let source, last.header == nil, header == nil, lastSource + last.length == source {
                 pieces[pieces.count - 1].length += length
             } else {
-                pieces.append(Piece(offset: offset, length: length, source: source))
+                pieces.append(Piece(offset: offset, length: length, source: source, header: header))
             }
         }
         var cursor: UInt64 = 0
@@ -153,6 +227,13 @@ package struct DeltaPlan: Sendable, Equatable {
             let length = min(span.end, end) - span.offset
             if let source = kept[span.key], span.end <= end {
                 add(span.offset, length, source)
+            } else if let source = data[span.dataKey], let window = span.dataWindow, span.offset + window.header < end {
+                // The data up to `end` (an entry the zip's end cuts comes partly with it).
+                let body = span.offset + window.header
+                let bodyEnd = min(body + window.body, end)
+                add(span.offset, window.header, nil)
+                add(body, bodyEnd - body, source.data, header: span.offset)
+                add(bodyEnd, span.offset + length - bodyEnd, nil)
             } else {
                 add(span.offset, length, nil)
             }

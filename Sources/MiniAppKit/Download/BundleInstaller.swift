@@ -156,8 +156,9 @@ public final class BundleInstaller: Sendable {
         return result
     }
 
-    /// What a host does before showing a mini-app: the version cached and intact (falling back to the
-    /// newest intact cached version when the platform is unavailable), and every permission its manifest
+    /// What a host does before showing a mini-app: the version cached and intact (when the platform is
+    /// unavailable, the newest cached version as offline: repaired from its kept zip when damaged, else
+    /// the newest intact one, with a note saying which), and every permission its manifest
     /// requires `ALLOWED` in the permission store; otherwise ``PermissionStoreError/launchRefused(appId:missing:)``,
     /// with the version kept in the cache.
     public func load(appId: String, versionId: String? = nil, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> InstallOutcome {
@@ -204,33 +205,67 @@ public final class BundleInstaller: Sendable {
     private func ensureForLoad(appId: String, versionId: String?, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
         do {
             return try await download(appId: appId, versionId: versionId, progress: progress)
-        } catch let error as any CategorizedError where error.category == .unavailable {
-            // A given version that is cached and intact never reaches the network; only "the latest" falls back.
-            let cache = self.cache
-            guard versionId == nil, let (view, fallback) = try await pool.run({ cache.lookup(appId: appId, intactOnly: true) }) else { throw error }
-            var outcome = try await pool.run { Self.reuse(fallback, in: view) }
-            outcome.notes.insert("the platform is unavailable (\(error.description)); using cached version \(fallback.versionId)", at: 0)
-            return outcome
+        } catch let error as any CategorizedError where error.category == .unavailable && versionId == nil {
+            // A given version that is cached and intact never reaches the network; only "the latest" falls
+            // back. The platform cannot say which that is: the cache answers as it does offline (the newest
+            // version, repaired from its kept zip when damaged, else an older intact one).
+            let unavailable = "the platform is unavailable (\(error.description))"
+            do {
+                var outcome = try await newestFromCache(appId: appId)
+                outcome.notes.insert("\(unavailable); using cached version \(outcome.record.versionId)", at: 0)
+                return outcome
+            } catch let damaged as CacheError where damaged.category == .badData {
+                guard let outcome = try await olderIntactVersion(appId: appId, instead: damaged, prefix: unavailable + "; ") else { throw error }
+                return outcome
+            } catch let missing as CacheError {
+                guard case .notCached = missing else { throw missing }
+                throw error
+            }
         } catch let error as CacheError where platform == nil && versionId == nil && error.category == .badData {
-            // Offline, a damaged newest version that cannot be repaired gives way to an older intact one.
-            let cache = self.cache
-            guard let (view, fallback) = try await pool.run({ cache.lookup(appId: appId, intactOnly: true) }) else { throw error }
-            var outcome = try await pool.run { Self.reuse(fallback, in: view) }
-            outcome.notes.insert("\(error.description); using cached version \(fallback.versionId)", at: 0)
+            guard let outcome = try await olderIntactVersion(appId: appId, instead: error, prefix: "") else { throw error }
             return outcome
         }
     }
 
+    /// The newest cached version of `appId`, damaged or not, as an offline download gets it: reused when
+    /// intact, repaired from its kept zip when damaged.
+    private func newestFromCache(appId: String) async throws -> InstallOutcome {
+        let newest = try await newestCachedVersion(appId: appId)
+        return try await ensureFromCache(appId: appId, versionId: newest.versionId, force: false)
+    }
+
+    /// A damaged newest version that cannot be repaired (`damaged`) gives way to the newest intact
+    /// version, with a note saying so; `nil` when none is intact.
+    private func olderIntactVersion(appId: String, instead damaged: CacheError, prefix: String) async throws -> InstallOutcome? {
+        let cache = self.cache
+        guard let (view, fallback) = try await pool.run({ cache.lookup(appId: appId, intactOnly: true) }) else { return nil }
+        var outcome = try await pool.run { Self.reuse(fallback, in: view) }
+        let reason: String
+        switch damaged {
+        case .keptZipRejected(_, let versionId, let why):
+            reason = "cached version \(versionId) is damaged and its kept zip cannot repair it (\(why))"
+        case .damaged(_, let versionId, let problems):
+            let shown = problems.prefix(3).joined(separator: ", ") + (problems.count > 3 ? ", ..." : "")
+            reason = "cached version \(versionId) is damaged (\(shown)) and cannot be repaired from the cache"
+        default:
+            reason = damaged.description
+        }
+        outcome.notes.insert("\(prefix)\(reason); using cached version \(fallback.versionId)", at: 0)
+        return outcome
+    }
+
+    /// The newest cached version of `appId`, damaged or not (a damaged one that keeps its zip is repaired).
+    private func newestCachedVersion(appId: String) async throws -> AppVersion {
+        let cache = self.cache
+        guard let newest = try await pool.run({ cache.records(appId: appId).first ?? cache.lookup(appId: appId)?.record }) else {
+            throw CacheError.notCached(appId: appId, versionId: nil)
+        }
+        return AppVersion(versionId: newest.versionId, versionTag: newest.versionTag)
+    }
+
     private func resolve(appId: String, versionId: String?) async throws -> AppVersion {
         if let versionId { return AppVersion(versionId: versionId, versionTag: nil) }
-        guard let platform else {
-            let cache = self.cache
-            // The newest version, damaged or not: a damaged one that keeps its zip is repaired.
-            guard let newest = try await pool.run({ cache.records(appId: appId).first ?? cache.lookup(appId: appId)?.record }) else {
-                throw CacheError.notCached(appId: appId, versionId: nil)
-            }
-            return AppVersion(versionId: newest.versionId, versionTag: newest.versionTag)
-        }
+        guard let platform else { return try await newestCachedVersion(appId: appId) }
         return try await platform.latestVersion(ofApp: appId).version
     }
 
@@ -240,27 +275,7 @@ public final class BundleInstaller: Sendable {
     private func ensure(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
         let cache = self.cache
         let logger = self.logger
-        guard platform != nil else {
-            // Offline, an intact copy from any platform's part of the cache will do (lookup checks it).
-            let problems: [String]?
-            do {
-                problems = try await pool.run { () throws -> [String]? in
-                if !force, let (view, cached) = cache.lookup(appId: appId, versionId: versionId, intactOnly: true) { throw Reused(outcome: Self.reuse(cached, in: view)) }
-                if !force, let (view, damaged) = cache.lookup(appId: appId, versionId: versionId) {
-                    return view.namespace.key == cache.namespace.key && damaged.zipBytes > 0 ? nil : view.check(damaged).problems
-                }
-                throw CacheError.notCached(appId: appId, versionId: versionId)
-                }
-            } catch let reused as Reused {
-                return reused.outcome
-            }
-            if let problems { throw CacheError.damaged(appId: appId, versionId: versionId, problems: problems) }
-            // A damaged version that keeps its zip is repaired from it, with no network.
-            guard let repaired = try await repair(appId: appId, versionId: versionId) else {
-                throw CacheError.damaged(appId: appId, versionId: versionId, problems: ["its kept zip is gone"])
-            }
-            return repaired
-        }
+        guard platform != nil else { return try await ensureFromCache(appId: appId, versionId: versionId, force: force) }
         if !force, let (reused, leftovers) = try await pool.run({ () -> (InstallOutcome, Bool)? in
             guard let cached = cache.record(appId: appId, versionId: versionId) else { return nil }
             if cache.check(cached).intact { return (Self.reuse(cached, in: cache), cache.hasLeftovers()) }
@@ -287,6 +302,31 @@ public final class BundleInstaller: Sendable {
             }
         }
         return try await installFromPlatform(appId: appId, versionId: versionId, versionTag: versionTag, force: force, progress: progress)
+    }
+
+    /// The version from the cache alone, as offline: an intact copy from any platform's part of the cache,
+    /// else the damaged one repaired from its kept zip; ``CacheError`` when neither can be had.
+    private func ensureFromCache(appId: String, versionId: String, force: Bool) async throws -> InstallOutcome {
+        let cache = self.cache
+        // Offline, an intact copy from any platform's part of the cache will do (lookup checks it).
+        let problems: [String]?
+        do {
+            problems = try await pool.run { () throws -> [String]? in
+                if !force, let (view, cached) = cache.lookup(appId: appId, versionId: versionId, intactOnly: true) { throw Reused(outcome: Self.reuse(cached, in: view)) }
+                if !force, let (view, damaged) = cache.lookup(appId: appId, versionId: versionId) {
+                    return view.namespace.key == cache.namespace.key && damaged.zipBytes > 0 ? nil : view.check(damaged).problems
+                }
+                throw CacheError.notCached(appId: appId, versionId: versionId)
+            }
+        } catch let reused as Reused {
+            return reused.outcome
+        }
+        if let problems { throw CacheError.damaged(appId: appId, versionId: versionId, problems: problems) }
+        // A damaged version that keeps its zip is repaired from it, with no network.
+        guard let repaired = try await repair(appId: appId, versionId: versionId) else {
+            throw CacheError.damaged(appId: appId, versionId: versionId, problems: ["its kept zip is gone"])
+        }
+        return repaired
     }
 
     /// An intact copy found where the offline path looks first.

@@ -101,11 +101,14 @@ final class RangeSupport: Sendable {
 }
 
 extension BundleDownloader {
-    /// How many bytes of the zip's end the first request asks for: the end records and, for bundles of
-    /// about a thousand files, the whole central directory (a bigger one takes a second request).
-    static let tailBytes: UInt64 = 128 << 10
-    /// The most ranges one request asks for.
-    static let maxRangesPerRequest = 64
+    /// The fewest bytes of the zip's end the first request asks for (it asks for the kept zip's central
+    /// directory and an eighth more): the end records and a small central directory (a bigger one than
+    /// asked for takes a second request). Every byte of it that is entries' data is fetched, reused or not.
+    static let tailBytes: UInt64 = 16 << 10
+    /// The most ranges one request asks for (servers refuse more than some number, 200 for Apache's
+    /// `MaxRanges` and `miniapp serve`), and the longest `Range` header (nginx takes header lines of 8 KB).
+    static let maxRangesPerRequest = 200
+    static let maxRangeHeaderLength = 6000
 
     /// Downloads the zip at `url` into a new file at `path`, copying from the kept zip at `base` every
     /// entry whose bytes it already holds and fetching the rest with ranged requests. The new file is
@@ -153,7 +156,30 @@ private final class DeltaRun: @unchecked Sendable {
     var cursor: UInt64 = 0
     /// The piece holding `cursor`.
     var pieceIndex = 0
+    /// Bytes of the kept zip read at once from where a copy started: the copies that follow (the next
+    /// entries' data, between fetched headers) mostly come from them, not from a read each.
+    var readAhead: (start: UInt64, bytes: ByteBuffer)?
+    static let readAheadBytes = 1 << 20
     var tailStart: UInt64 = 0
+    /// The entries whose compressed data the plan copies from an entry of the kept zip with other headers,
+    /// by the new zip's local-header offset.
+    var dataCopies: [UInt64: DataCopy] = [:]
+    /// Their local-header offsets in order, and the next one whose first 30 bytes are still to come.
+    var watched: [UInt64] = []
+    var watchIndex = 0
+    /// The first bytes of those local headers as they were fetched.
+    var headers: [UInt64: [UInt8]] = [:]
+
+    /// An entry of the new zip whose compressed data comes from an entry of the kept zip.
+    struct DataCopy {
+        /// The new entry's span and its data's size.
+        var span: ZipLayout.Span
+        /// The kept entry's span, and where its data starts.
+        var kept: ZipLayout.Span
+        var keptData: UInt64
+        /// The bytes copied, in the new zip.
+        var copied: Range<UInt64>
+    }
 
     init(downloader: BundleDownloader, url: String, maxEntries: Int, progress: (@Sendable (DownloadProgress) -> Void)?) {
         self.downloader = downloader
@@ -190,6 +216,11 @@ private final class DeltaRun: @unchecked Sendable {
             if response.status == .ok { return try await keepWhole(response, path: path) }
             throw Stop.unusable("the server answered \(response.status.code) to a range request")
         }
+        // The server answers a range. What it does with several, when not learnt yet, is asked meanwhile
+        // with a HEAD: no byte of a body, where a GET would get the whole zip from a server that answers
+        // several ranges with it (object stores, many CDNs, nginx with `max_ranges 1`).
+        let probeURL = url
+        async let probed = probeMultipart(probeURL)
         guard let tailRange = Self.contentRange(response.headers) else { throw Stop.unusable("the server's answer has no Content-Range") }
         size = tailRange.total
         guard size <= UInt64(downloader.maxBytes) else { throw DownloadError.tooLarge(url: url, limitBytes: downloader.maxBytes) }
@@ -218,6 +249,15 @@ private final class DeltaRun: @unchecked Sendable {
         }
         tailStart = size - UInt64(tail.count)
         plan = DeltaPlan.make(new: new, old: old, end: tailStart)
+        let newSpans = Dictionary(new.spans.map { ($0.offset, $0) }, uniquingKeysWith: { first, _ in first })
+        let oldSpans = Dictionary(old.spans.map { ($0.offset, $0) }, uniquingKeysWith: { first, _ in first })
+        let sources = old.dataSources
+        for piece in plan.pieces {
+            guard let header = piece.header, let source = piece.source, let span = newSpans[header],
+                  let kept = sources[span.dataKey].flatMap({ oldSpans[$0.header] }) else { continue }
+            dataCopies[header] = DataCopy(span: span, kept: kept, keptData: source, copied: piece.offset..<piece.end)
+        }
+        watched = dataCopies.keys.sorted()
         let ranges = plan.fetchRanges
         downloader.logger.debug("delta plan", metadata: [
             "url": "\(url)", "reused": "\(plan.reusedBytes)", "ranges": "\(ranges.count)",
@@ -226,13 +266,24 @@ private final class DeltaRun: @unchecked Sendable {
         sink = try DownloadSink(path: path)
 
         // 2. The ranges that changed, copying what did not in between, in order.
+        if ranges.count > 1, await downloader.rangeSupport.multipart(url) == nil, await probed == false {
+            downloader.rangeSupport.learn(url, multipart: false)
+        }
         var next = 0
         while next < ranges.count {
             let multipart = await downloader.rangeSupport.multipart(url)
-            let count = multipart == false ? 1 : min(BundleDownloader.maxRangesPerRequest, ranges.count - next)
-            let batch = Array(ranges[next..<(next + count)])
+            var specs = ["\(ranges[next].lowerBound)-\(ranges[next].upperBound - 1)"]
+            var length = 6 + specs[0].utf8.count
+            while multipart != false, specs.count < BundleDownloader.maxRangesPerRequest, next + specs.count < ranges.count {
+                let range = ranges[next + specs.count]
+                let spec = "\(range.lowerBound)-\(range.upperBound - 1)"
+                guard length + 1 + spec.utf8.count <= BundleDownloader.maxRangeHeaderLength else { break }
+                length += 1 + spec.utf8.count
+                specs.append(spec)
+            }
+            let batch = Array(ranges[next..<(next + specs.count)])
             let asksSeveral = batch.count > 1
-            response = try await request(range: "bytes=" + batch.map { "\($0.lowerBound)-\($0.upperBound - 1)" }.joined(separator: ","))
+            response = try await request(range: "bytes=" + specs.joined(separator: ","))
             if response.status == .ok {
                 // A server that ignores ranges sends the whole zip: that answer is the download.
                 if asksSeveral { downloader.rangeSupport.learn(url, multipart: false) }
@@ -266,7 +317,9 @@ private final class DeltaRun: @unchecked Sendable {
         self.sink = nil
         let file = try await sink.finish()
         guard file.size == Int64(size) else { throw Stop.unusable("the assembled zip has \(file.size) bytes instead of \(size)") }
-        let copied = plan.copiedEntries(of: new).merging(await equalInTail(new: new, old: old, tail: tail)) { first, _ in first }
+        let copied = plan.copiedEntries(of: new)
+            .merging(await equalInTail(new: new, old: old, tail: tail)) { first, _ in first }
+            .merging(await sameData(assembled: path)) { first, _ in first }
         return .assembled(file, fetchedBytes: fetched, reusedBytes: Int64(plan.reusedBytes), copied: copied)
     }
 
@@ -292,6 +345,121 @@ private final class DeltaRun: @unchecked Sendable {
             }
             return equal
         }) ?? [:]
+    }
+
+    /// The entries whose compressed data was copied from an entry of the kept zip that extracts to the
+    /// same bytes: the same data (what was fetched of it too), the same flags, method, CRC-32 and sizes in
+    /// the local header and the central directory, the same data descriptor. Their local-header offsets,
+    /// and where the kept entries' start. Names, times and other extra fields may differ.
+    private func sameData(assembled path: String) async -> [UInt64: UInt64] {
+        let copies = Array(dataCopies.values)
+        guard !copies.isEmpty else { return [:] }
+        let base = baseDescriptor
+        return (try? await downloader.pool.run { () -> [UInt64: UInt64] in
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard descriptor >= 0 else { return [:] }
+            defer { close(descriptor) }
+            func read(_ file: Int32, _ offset: UInt64, _ count: UInt64) -> [UInt8]? {
+                guard count <= 1 << 20 else { return nil }
+                var bytes = [UInt8](repeating: 0, count: Int(count))
+                let done = bytes.withUnsafeMutableBytes { pread(file, $0.baseAddress, Int(count), off_t(offset)) }
+                return done == Int(count) ? bytes : nil
+            }
+            var linkable: [UInt64: UInt64] = [:]
+            for copy in copies where copy.span.key.flags == copy.kept.key.flags {
+                guard let header = read(descriptor, copy.span.offset, 30), let keptHeader = read(base, copy.kept.offset, 30),
+                      header[6..<10] == keptHeader[6..<10], header[14..<26] == keptHeader[14..<26],
+                      let length = ZipLayout.localHeaderLength(header),
+                      // zip64 sizes live in the extra field, which may differ: such an entry is extracted.
+                      header[18..<22] != [0xFF, 0xFF, 0xFF, 0xFF], header[22..<26] != [0xFF, 0xFF, 0xFF, 0xFF] else { continue }
+                let data = copy.span.offset + length
+                let size = copy.span.key.compressedSize
+                guard data <= copy.copied.lowerBound, copy.copied.upperBound <= data + size, data + size <= copy.span.end,
+                      copy.keptData + size <= copy.kept.end else { continue }
+                // What was fetched of the data (a few bytes at either end), and the data descriptors.
+                let before = copy.copied.lowerBound - data
+                let after = data + size - copy.copied.upperBound
+                func same(_ offset: UInt64, _ keptOffset: UInt64, _ count: UInt64) -> Bool {
+                    guard let new = read(descriptor, offset, count), let old = read(base, keptOffset, count) else { return false }
+                    return new == old
+                }
+                let descriptorLength = copy.span.end - data - size
+                guard same(data, copy.keptData, before), same(copy.copied.upperBound, copy.keptData + size - after, after),
+                      copy.kept.end - copy.keptData - size == descriptorLength, same(data + size, copy.keptData + size, descriptorLength) else { continue }
+                linkable[copy.span.offset] = copy.kept.offset
+            }
+            return linkable
+        }) ?? [:]
+    }
+
+    /// Keeps the first 30 bytes of the local headers of ``dataCopies`` from fetched `bytes` that belong
+    /// at `offset`: they say where each entry's data starts. Bytes come in order of their offsets.
+    private func watch(_ bytes: [UInt8], at offset: UInt64) {
+        let end = offset + UInt64(bytes.count)
+        // Headers complete, or whose bytes went by, are done with.
+        while watchIndex < watched.count, headers[watched[watchIndex]]?.count ?? 0 >= 30 || watched[watchIndex] + 30 <= offset {
+            watchIndex += 1
+        }
+        var index = watchIndex
+        while index < watched.count, watched[index] < end {
+            let header = watched[index]
+            let have = UInt64(headers[header]?.count ?? 0)
+            let from = header + have
+            if have < 30, from >= offset, from < end {
+                let to = min(header + 30, end)
+                headers[header, default: []] += bytes[Int(from - offset)..<Int(to - offset)]
+            }
+            index += 1
+        }
+    }
+
+    /// Where to copy the bytes of `piece` at `cursor` from in the kept zip.
+    private func source(of piece: DeltaPlan.Piece, at cursor: UInt64) throws -> UInt64 {
+        guard let source = piece.source else { throw Stop.unusable("the server left out a range") }
+        guard let header = piece.header else { return source + (cursor - piece.offset) }
+        guard let copy = dataCopies[header], let bytes = headers[header], let length = ZipLayout.localHeaderLength(bytes) else {
+            throw Stop.unusable("a local header of the new zip did not come as the plan expected")
+        }
+        let data = header + length
+        guard data <= piece.offset, piece.end <= data + copy.span.key.compressedSize else {
+            throw Stop.unusable("a local header of the new zip does not fit its entry")
+        }
+        return source + (cursor - data)
+    }
+
+    /// What the server at `start` does with a request for several ranges, asked with a HEAD, which
+    /// costs no body: `true` for a multipart answer, `false` for a single part or the whole file, `nil`
+    /// when it does not say (another status, a failure) or the answer is known already. Redirects are
+    /// followed.
+    private func probeMultipart(_ start: String) async -> Bool? {
+        guard await downloader.rangeSupport.multipart(start) == nil else { return nil }
+        var target = start
+        for _ in 0...BundleDownloader.maxRedirects {
+            var request = HTTPClientRequest(url: target)
+            request.method = .HEAD
+            request.headers.add(name: "User-Agent", value: PackageInfo.userAgent)
+            // The first and the last byte: two ranges no server merges into one.
+            request.headers.add(name: "Range", value: "bytes=0-0,-1")
+            guard let response = try? await downloader.connections.execute(request, deadline: deadline) else { return nil }
+            do {
+                for try await _ in response.body {}
+            } catch {
+                return nil
+            }
+            switch response.status.code {
+            case 301, 302, 303, 307, 308:
+                guard let location = response.headers.first(name: "Location"), let next = URL(string: location, relativeTo: URL(string: target)),
+                      ["http", "https"].contains(next.scheme?.lowercased() ?? "") else { return nil }
+                target = next.absoluteString
+            case 206:
+                return response.headers.first(name: "Content-Type").flatMap(MultipartByteRanges.boundary(contentType:)) != nil
+            case 200:
+                return false
+            default:
+                return nil
+            }
+        }
+        return nil
     }
 
     /// Sends a GET for `range`, following redirects; returns the response with its body unread.
@@ -434,6 +602,7 @@ private final class DeltaRun: @unchecked Sendable {
     /// written yet. Bytes of the zip's end, which the first request fetched, are left to it.
     private func write(_ bytes: [UInt8], at offset: UInt64) async throws {
         guard offset < tailStart, !bytes.isEmpty else { return }
+        if watchIndex < watched.count { watch(bytes, at: offset) }
         if offset > cursor { try await advance(to: offset) }
         let end = min(offset + UInt64(bytes.count), tailStart)
         guard end > cursor else { return }
@@ -447,34 +616,35 @@ private final class DeltaRun: @unchecked Sendable {
         let pieces = plan.pieces
         while cursor < target {
             while pieceIndex < pieces.count, pieces[pieceIndex].end <= cursor { pieceIndex += 1 }
-            guard pieceIndex < pieces.count, let source = pieces[pieceIndex].source else {
-                throw Stop.unusable("the server left out a range")
-            }
+            guard pieceIndex < pieces.count else { throw Stop.unusable("the server left out a range") }
             let piece = pieces[pieceIndex]
+            let from = try source(of: piece, at: cursor)
             let end = min(piece.end, target)
-            let from = source + (cursor - piece.offset)
-            let count = Int(min(end - cursor, 1 << 20))
+            let count = Int(min(end - cursor, UInt64(Self.readAheadBytes)))
+            if let ahead = readAhead, from >= ahead.start, from + UInt64(count) <= ahead.start + UInt64(ahead.bytes.readableBytes),
+               let slice = ahead.bytes.getSlice(at: ahead.bytes.readerIndex + Int(from - ahead.start), length: count) {
+                try await append(slice)
+                continue
+            }
             let descriptor = baseDescriptor
+            let length = Self.readAheadBytes
             let buffer = try await downloader.pool.run { () throws -> ByteBuffer in
-                var buffer = ByteBufferAllocator().buffer(capacity: count)
-                var failed = false
-                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                var buffer = ByteBufferAllocator().buffer(capacity: length)
+                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { raw in
                     var done = 0
-                    while done < count {
-                        let result = pread(descriptor, raw.baseAddress! + done, count - done, off_t(from) + off_t(done))
+                    while done < length {
+                        let result = pread(descriptor, raw.baseAddress! + done, length - done, off_t(from) + off_t(done))
                         if result < 0 && errno == EINTR { continue }
-                        guard result > 0 else {
-                            failed = true
-                            break
-                        }
+                        guard result > 0 else { break }
                         done += result
                     }
                     return done
                 }
-                if failed { throw Stop.unusable("the kept zip is shorter than it was") }
+                if buffer.readableBytes < count { throw Stop.unusable("the kept zip is shorter than it was") }
                 return buffer
             }
-            try await append(buffer)
+            readAhead = (from, buffer)
+            try await append(buffer.getSlice(at: buffer.readerIndex, length: count)!)
         }
     }
 
