@@ -5,6 +5,7 @@ import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import MiniAppCore
 import ServiceLifecycle
 
@@ -362,17 +363,69 @@ struct RegistryResponder: HTTPResponder {
         headers[.contentType] = "multipart/byteranges; boundary=\(boundary)"
         headers[.contentLength] = "\(length)"
         if request.method == .head { return Response(status: .partialContent, headers: headers) }
-        let files = self.files
         let body = ResponseBody(contentLength: length) { writer in
-            for (head, range) in Swift.zip(heads, ranges) {
-                try await writer.write(head)
-                let part = try await files.loadFile(path: path, range: range.lowerBound...(range.upperBound - 1), context: context)
-                try await part.write(PartWriter(answer: writer))
+            // The zip is opened once for all the parts (a delta update asks for a thousand small ones),
+            // and read on the thread pool a batch of up to 1 MiB at a time.
+            let descriptor = try await NIOThreadPool.singleton.runIfActive { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+            guard descriptor >= 0 else { throw RegistryError.io(path: path, reason: String(cString: strerror(errno)), diskFull: false) }
+            defer { close(descriptor) }
+            for batch in Self.batches(of: ranges, upTo: 1 << 20) {
+                let buffers = try await NIOThreadPool.singleton.runIfActive { try batch.map { try Self.read(descriptor, $0.span, path: path) } }
+                for (piece, buffer) in Swift.zip(batch, buffers) {
+                    if piece.startsPart { try await writer.write(heads[piece.part]) }
+                    try await writer.write(buffer)
+                }
             }
             try await writer.write(tail)
             try await writer.finish(nil)
         }
         return Response(status: .partialContent, headers: headers, body: body)
+    }
+
+    /// A stretch of one part of a multipart answer.
+    struct Piece: Equatable {
+        let part: Int
+        let span: Range<Int>
+        let startsPart: Bool
+    }
+
+    /// The parts' bytes cut into pieces of at most `limit` bytes, grouped so that a group holds at most
+    /// `limit` bytes (or one piece).
+    static func batches(of ranges: [Range<Int>], upTo limit: Int) -> [[Piece]] {
+        var batches: [[Piece]] = []
+        var current: [Piece] = []
+        var bytes = 0
+        for (part, range) in ranges.enumerated() {
+            var start = range.lowerBound
+            repeat {
+                let end = min(range.upperBound, start + limit)
+                if bytes + (end - start) > limit, !current.isEmpty {
+                    batches.append(current)
+                    current = []
+                    bytes = 0
+                }
+                current.append(Piece(part: part, span: start..<end, startsPart: start == range.lowerBound))
+                bytes += end - start
+                start = end
+            } while start < range.upperBound
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
+    }
+
+    /// The bytes of `span` of the open file (blocking: run it on the thread pool).
+    static func read(_ descriptor: Int32, _ span: Range<Int>, path: String) throws -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: span.count)
+        var done = 0
+        while done < span.count {
+            let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: span.count - done) { target in
+                pread(descriptor, target.baseAddress, span.count - done, off_t(span.lowerBound + done))
+            }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { throw RegistryError.io(path: path, reason: count == 0 ? "the file ended early" : String(cString: strerror(errno)), diskFull: false) }
+            done += count
+        }
+        return buffer
     }
 
     /// A new multipart boundary: 32 random hex digits, which no zip is likely to contain.
@@ -501,20 +554,6 @@ struct RegistryResponder: HTTPResponder {
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
         json(status, ErrorDocument(code: status.code, message: message))
     }
-}
-
-/// Passes the bytes of one part of a `multipart/byteranges` answer on to the answer's writer, but not
-/// its end: more parts follow.
-private struct PartWriter: ResponseBodyWriter {
-    var answer: any ResponseBodyWriter
-
-    /// Writes `buffer` to the answer.
-    mutating func write(_ buffer: ByteBuffer) async throws {
-        try await answer.write(buffer)
-    }
-
-    /// Ends the part only: the answer goes on.
-    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
 }
 
 /// The encoded app lists, reused while the registry's generation has not moved, and for at most a

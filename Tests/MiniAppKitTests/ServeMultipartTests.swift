@@ -1,0 +1,24 @@
+import Testing
+
+@testable import MiniAppRegistry
+
+/// How `serve` cuts the parts of a multipart answer into reads of the zip.
+@Suite struct ServeMultipartTests {
+    @Test func smallPartsShareAReadAndBigOnesAreCut() {
+        let batches = RegistryResponder.batches(of: [0..<10, 20..<30, 40..<75], upTo: 25)
+        #expect(batches.map { $0.map(\.span) } == [[0..<10, 20..<30], [40..<65], [65..<75]])
+        #expect(batches.flatMap { $0 }.map(\.startsPart) == [true, true, true, false])
+        #expect(batches.flatMap { $0 }.map(\.part) == [0, 1, 2, 2])
+    }
+
+    @Test func everyByteOfEveryPartIsReadOnceInOrder() {
+        let ranges = [0..<1, 5..<(5 + 3_000_000), 4_000_000..<4_000_100]
+        let pieces = RegistryResponder.batches(of: ranges, upTo: 1 << 20).flatMap { $0 }
+        #expect(pieces.allSatisfy { $0.span.count <= 1 << 20 })
+        for (part, range) in ranges.enumerated() {
+            let spans = pieces.filter { $0.part == part }.map(\.span)
+            #expect(spans.first?.lowerBound == range.lowerBound && spans.last?.upperBound == range.upperBound)
+            #expect(zip(spans, spans.dropFirst()).allSatisfy { $0.upperBound == $1.lowerBound })
+        }
+    }
+}
