@@ -15,7 +15,7 @@ struct ListCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: .platformAccess)
         let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
         let entries: [ListedApp]
         if configuration.offline {
