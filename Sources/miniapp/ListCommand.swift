@@ -98,6 +98,16 @@ enum ListOutput {
     /// and C1 (U+0080-U+009F) then escaped as ``Console/escapingControls(_:)`` does.
     private static func string(_ text: String, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most strings need no escape: one copy.
+        let plain = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7F || $0 == 0xC2 }) else { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if plain == true {
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         var utf8 = text.utf8.makeIterator()
         var pending: UInt8?
         while let byte = pending ?? utf8.next() {
