@@ -11,12 +11,17 @@ package protocol PermissionBackend: Sendable {
     func decisions(appId: String) async throws(PermissionStoreError) -> [StoredPermission]
     /// Every app's decisions, by app id, each sorted by name.
     func allDecisions() async throws(PermissionStoreError) -> [String: [StoredPermission]]
-    /// The app's changes, oldest first.
+    /// The app's changes in the order they took effect, their times never decreasing.
     func history(appId: String) async throws(PermissionStoreError) -> [PermissionChange]
-    /// Stores `decisions` (full names, sorted) in one transaction, with a history row for each change.
-    func apply(appId: String, _ decisions: [StoredPermission]) async throws(PermissionStoreError)
-    /// Forgets the app's decisions in one transaction, with a history row for each.
-    func reset(appId: String, at date: Date) async throws(PermissionStoreError)
+    /// Stores `decisions` (full names, sorted) in one transaction holding the app's lock, with a
+    /// history row for each change. With `takingEffectNow`, every decision's time is the time the lock
+    /// was taken, in whole milliseconds (never before the app's last history row); otherwise its own.
+    /// A history row's time is its decision's, or the app's last row's when that is later: the history's
+    /// order, which is the order the changes took effect, and its times always agree.
+    func apply(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool) async throws(PermissionStoreError)
+    /// Forgets the app's decisions in one transaction holding the app's lock, with a history row for
+    /// each, at `date` or (when `nil`) the time the lock was taken; never before the app's last row.
+    func reset(appId: String, at date: Date?) async throws(PermissionStoreError)
     /// The value the app stored under `key`, or nil.
     func storageItem(appId: String, key: String) async throws(PermissionStoreError) -> String?
     /// In one transaction: the bytes the app's items use, and what they would use with `items`
@@ -163,7 +168,8 @@ public final class PermissionStore: Sendable {
         return try await stored(appId: appId).first { $0.name == name }?.status == .allowed
     }
 
-    /// The app's history of changes, oldest first.
+    /// The app's history of changes in the order they took effect (oldest first), with times that
+    /// never decrease, whatever other processes or machines wrote at once.
     public func history(appId: String) async throws -> [PermissionChange] {
         try await backend.history(appId: appId)
     }
@@ -171,14 +177,20 @@ public final class PermissionStore: Sendable {
     // MARK: Writing
 
     /// Sets statuses (full or short names) in one transaction, recording each change in the history.
-    public func set(appId: String, _ statuses: [String: PermissionStatus], at date: Date = Date()) async throws {
-        let time = Self.storedTime(date)
-        try await record(appId: appId, statuses.map { StoredPermission(name: $0.key, status: $0.value, decidedAt: time) })
+    /// Without `date`, the decisions are timed when they take effect: after the app's lock is taken, so
+    /// that of writers racing on one app, the later one always has the later (or the same) time.
+    public func set(appId: String, _ statuses: [String: PermissionStatus], at date: Date? = nil) async throws {
+        let time = Self.storedTime(date ?? Date())
+        try await record(appId: appId, statuses.map { StoredPermission(name: $0.key, status: $0.value, decidedAt: time) }, takingEffectNow: date == nil)
     }
 
     /// Stores decisions (full or short names) each with its own time, in one transaction: what an
     /// import of a ``PermissionSnapshot`` does.
     public func record(appId: String, _ decisions: [StoredPermission]) async throws {
+        try await record(appId: appId, decisions, takingEffectNow: false)
+    }
+
+    private func record(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool) async throws {
         try Identifier.validate(appId, as: .app)
         var normalized: [String: StoredPermission] = [:]
         for decision in decisions {
@@ -186,13 +198,14 @@ public final class PermissionStore: Sendable {
             let name = PermissionName.full(decision.name)
             normalized[name] = StoredPermission(name: name, status: decision.status, decidedAt: Self.storedTime(decision.decidedAt))
         }
-        try await backend.apply(appId: appId, normalized.values.sorted { $0.name < $1.name })
+        try await backend.apply(appId: appId, normalized.values.sorted { $0.name < $1.name }, takingEffectNow: takingEffectNow)
     }
 
-    /// Forgets every stored status of the app (the history keeps the resets).
-    public func reset(appId: String, at date: Date = Date()) async throws {
+    /// Forgets every stored status of the app (the history keeps the resets), timed at `date` or, by
+    /// default, when it takes effect.
+    public func reset(appId: String, at date: Date? = nil) async throws {
         try Identifier.validate(appId, as: .app)
-        try await backend.reset(appId: appId, at: Self.storedTime(date))
+        try await backend.reset(appId: appId, at: date.map(Self.storedTime))
     }
 
     // MARK: Moving between stores

@@ -26,7 +26,7 @@ struct CacheListCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: [.lockTimeout])
         let records = options.caches(configuration).flatMap { $0.records() }
         if options.json {
             try Console.json(records)
@@ -89,7 +89,7 @@ struct CacheVerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         if let appId { try Identifier.validate(appId, as: .app) }
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: [.lockTimeout, .trust, .limits])
         var entries: [Entry] = []
         for cache in options.caches(configuration) {
             for check in try await cache.verify(appId: appId) {
@@ -146,7 +146,7 @@ struct CacheRemoveCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (appId, versionId) = (target.appId, target.versionId)
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: [.lockTimeout])
         var removed: [InstallRecord] = []
         for cache in options.caches(configuration) where cache.records(appId: appId).contains(where: { versionId == nil || $0.versionId == versionId }) {
             removed += try await cache.remove(appId: appId, versionId: versionId)
@@ -181,7 +181,7 @@ struct CachePruneCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: [.lockTimeout, .retention])
         let retention = configuration.retention
         let keep = keep ?? (maxBytes == nil ? retention.previousVersions + 1 : nil)
         let maxBytes = maxBytes ?? retention.maxBytes

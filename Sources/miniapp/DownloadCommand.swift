@@ -37,7 +37,7 @@ struct DownloadCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(), options: options)
+        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .installing), options: options)
         if !moreAppIds.isEmpty {
             try await downloadMany([appId] + moreAppIds, configuration)
             return

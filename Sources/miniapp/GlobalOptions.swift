@@ -58,8 +58,9 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// The resolved configuration: command line, then environment, then config file, then defaults.
-    func configuration() throws -> MiniAppConfiguration {
-        try ConfigurationLoader().load(overrides)
+    /// Only the settings the command reads are checked: one it never uses cannot stop it.
+    func configuration(reading settings: ConfigurationSettings) throws -> MiniAppConfiguration {
+        try ConfigurationLoader().load(overrides, reading: settings)
     }
 
     /// A logger writing to stderr at the level `-v` and `-q` ask for.

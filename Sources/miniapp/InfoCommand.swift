@@ -18,7 +18,7 @@ struct InfoCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(), options: options)
+        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .platformAccess), options: options)
         let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
         let record: AppRecord
         let found: (cache: BundleCache, record: InstallRecord)?

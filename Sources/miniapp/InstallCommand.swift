@@ -41,7 +41,7 @@ struct InstallCommand: AsyncParsableCommand {
         try Identifier.validate(appId, as: .app)
         try Identifier.validate(versionId, as: .version)
         if let keyId { try Identifier.validate(keyId, as: .key) }
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: .installing)
         var key: PublicKey?
         if let publicKey {
             guard let pem = FileManager.default.contents(atPath: publicKey) else {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import MiniAppKit
 
 struct ListCommand: AsyncParsableCommand {
@@ -15,7 +16,7 @@ struct ListCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: .platformAccess)
         let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
         let entries: [ListedApp]
         if configuration.offline {
@@ -28,10 +29,11 @@ struct ListCommand: AsyncParsableCommand {
             }
         } else {
             let records = try await options.withPlatform(configuration) { try await $0.listApps() }
-            entries = records.map { ListedApp(record: $0, cached: cache.record(appId: $0.id, versionId: $0.version.versionId) != nil) }
+            let folders = cache.appFolderNames()
+            entries = records.map { ListedApp(record: $0, cached: folders.contains($0.id) && cache.record(appId: $0.id, versionId: $0.version.versionId) != nil) }
         }
         if options.json {
-            try Console.json(entries)
+            if entries.isEmpty { try Console.json(entries) } else { ListOutput.json(entries) }
             return
         }
         guard !entries.isEmpty else {
@@ -45,7 +47,147 @@ struct ListCommand: AsyncParsableCommand {
                 entry.record.version.versionId, entry.cached ? "yes" : "no",
             ])
         }
-        Console.output(Console.table(rows))
+        ListOutput.table(rows)
+    }
+}
+
+/// `list`'s output written as it is made, in chunks: the same bytes as ``Console/json(_:)`` of the
+/// entries (JSONEncoder, pretty, sorted keys, slashes as they are, then DEL and C1 escaped) and as
+/// ``Console/output(_:)`` of ``Console/table(_:)``, without building the document through `Encodable`
+/// or the table as one string (on a list of 10,000 apps that took most of the command's time).
+enum ListOutput {
+    private static let chunkBytes = 1 << 16
+
+    /// The JSON array of `entries` (not empty: an empty one is `Console.json`'s).
+    static func json(_ entries: [ListedApp]) {
+        var out: [UInt8] = []
+        out.reserveCapacity(chunkBytes + 4096)
+        out.append(contentsOf: "[\n".utf8)
+        for (index, entry) in entries.enumerated() {
+            let record = entry.record
+            out.append(contentsOf: index == 0 ? "  {\n    \"cached\" : ".utf8 : ",\n  {\n    \"cached\" : ".utf8)
+            out.append(contentsOf: entry.cached ? "true".utf8 : "false".utf8)
+            member("displayName", record.displayName, &out)
+            member("icon", record.icon?.absoluteString, &out)
+            member("id", record.id, &out)
+            member("promotionalImageUrl", record.promotionalImageUrl?.absoluteString, &out)
+            member("promotionalText", record.promotionalText, &out)
+            out.append(contentsOf: ",\n    \"version\" : {\n      \"versionId\" : ".utf8)
+            string(record.version.versionId, &out)
+            out.append(contentsOf: ",\n      \"versionTag\" : ".utf8)
+            if let tag = record.version.versionTag { string(tag, &out) } else { out.append(contentsOf: "null".utf8) }
+            out.append(contentsOf: "\n    }\n  }".utf8)
+            if out.count >= chunkBytes {
+                Console.output(Data(out))
+                out.removeAll(keepingCapacity: true)
+            }
+        }
+        out.append(contentsOf: "\n]\n".utf8)
+        Console.output(Data(out))
+    }
+
+    private static func member(_ key: StaticString, _ value: String?, _ out: inout [UInt8]) {
+        guard let value else { return }
+        out.append(contentsOf: ",\n    \"".utf8)
+        out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        out.append(contentsOf: "\" : ".utf8)
+        string(value, &out)
+    }
+
+    /// `text` as JSONEncoder writes a string (`"` `\\` and C0 escaped, `\b \f \n \r \t` by name), with DEL
+    /// and C1 (U+0080-U+009F) then escaped as ``Console/escapingControls(_:)`` does.
+    private static func string(_ text: String, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        // Most strings need no escape: one copy.
+        let plain = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7F || $0 == 0xC2 }) else { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if plain == true {
+            out.append(UInt8(ascii: "\""))
+            return
+        }
+        var utf8 = text.utf8.makeIterator()
+        var pending: UInt8?
+        while let byte = pending ?? utf8.next() {
+            pending = nil
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
+            case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
+            case 0x08: out.append(contentsOf: "\\b".utf8)
+            case 0x0C: out.append(contentsOf: "\\f".utf8)
+            case 0x0A: out.append(contentsOf: "\\n".utf8)
+            case 0x0D: out.append(contentsOf: "\\r".utf8)
+            case 0x09: out.append(contentsOf: "\\t".utf8)
+            case 0x00..<0x20, 0x7F: unicodeEscape(byte, &out)
+            case 0xC2:
+                guard let next = utf8.next() else {
+                    out.append(byte)
+                    break
+                }
+                if (0x80...0x9F).contains(next) {
+                    unicodeEscape(next, &out)
+                } else {
+                    out.append(byte)
+                    pending = next
+                }
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func unicodeEscape(_ value: UInt8, _ out: inout [UInt8]) {
+        out.append(contentsOf: "\\u00".utf8)
+        out.append(hexDigits[Int(value >> 4)])
+        out.append(hexDigits[Int(value & 0xF)])
+    }
+
+    /// `rows` as ``Console/table(_:)`` lays them out, each cell made terminal-safe as
+    /// ``Console/output(_:)`` makes the whole text, written in chunks.
+    static func table(_ rows: [[String]]) {
+        guard let columnCount = rows.map(\.count).max() else { return }
+        var widths = [Int](repeating: 0, count: columnCount)
+        for row in rows {
+            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], width(cell)) }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(chunkBytes + 4096)
+        for (rowIndex, row) in rows.enumerated() {
+            if rowIndex > 0 { out.append(UInt8(ascii: "\n")) }
+            for (index, cell) in row.enumerated() {
+                if index > 0 { out.append(contentsOf: "  ".utf8) }
+                guard index < row.count - 1 else {
+                    out.append(contentsOf: Console.terminalSafe(cell).utf8)
+                    continue
+                }
+                if isASCII(cell) {
+                    out.append(contentsOf: Console.terminalSafe(cell).utf8)
+                    out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: widths[index] - cell.utf8.count))
+                } else {
+                    out.append(contentsOf: Console.terminalSafe(cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)).utf8)
+                }
+            }
+            if out.count >= chunkBytes {
+                Console.output(Data(out))
+                out.removeAll(keepingCapacity: true)
+            }
+        }
+        out.append(UInt8(ascii: "\n"))
+        Console.output(Data(out))
+    }
+
+    /// The width ``Console/table(_:)`` gives `cell`: its count of characters.
+    private static func width(_ cell: String) -> Int {
+        isASCII(cell) ? cell.utf8.count : cell.count
+    }
+
+    /// ASCII without CR (CR LF is one character of two bytes): one character per byte.
+    private static func isASCII(_ cell: String) -> Bool {
+        cell.utf8.allSatisfy { $0 < 0x80 && $0 != 0x0D }
     }
 }
 

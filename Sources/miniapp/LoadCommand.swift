@@ -21,7 +21,7 @@ struct LoadCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(), options: options)
+        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .all), options: options)
         let outcome = try await options.withInstaller(configuration, needsPlatform: true) { installer in
             try await installer.load(appId: appId, versionId: versionId, progress: options.progressBar(for: appId))
         }

@@ -25,7 +25,7 @@ struct ManifestCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (appId, versionId) = (target.appId, target.versionId)
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: .platformAccess)
         if diff && configuration.offline {
             throw ValidationError("--diff compares with the latest version on the platform: drop --offline")
         }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import MiniAppKit
-import NIOPosix
 
 @main
 struct Miniapp: AsyncParsableCommand {
@@ -29,9 +28,11 @@ struct Miniapp: AsyncParsableCommand {
         // /etc/localtime's status again on every mktime(): about 3,600 stats for a bundle of 1,000 files.
         // Naming the same file in TZ keeps the zone and reads it once.
         if getenv("TZ") == nil { setenv("TZ", ":/etc/localtime", 0) }
-        // The library's blocking work runs on NIO's thread pool: its threads start while the command
-        // parses (started after parsing, the warm path waited about 0.7 ms more for them).
-        WorkerThreads.detach(name: "miniapp.pool") { _ = NIOThreadPool.singleton }
+        // The library's blocking work runs on NIO's thread pool, started at its first use. Starting its
+        // threads (and one more to start them) while the command parsed cost every command CPU on a
+        // two-core machine: without it, release, 3 x 11 interleaved runs, `--version` 11.4-11.9 ->
+        // 10.1-10.5 ms, a cache hit of `download --version` 18.2-19.6 -> 17.4-18.1 ms, of `download`
+        // 25.6-28.9 -> 23.8-24.8 ms (issue 25).
         // The tool's own --version is only `miniapp --version`. ArgumentParser's `version:` would add the
         // flag to every command, where `download --version` is the version id (the help listed both),
         // and a root flag would swallow a `download --version` given without its value.

@@ -67,7 +67,7 @@ struct PermissionsShowCommand: AsyncParsableCommand {
 
     func run() async throws {
         try Identifier.validate(appId, as: .app)
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: [.platformAccess, .permissions])
         let manifest = try await options.declaredManifest(appId: appId, configuration)
         let states = try await options.withPermissionStore(configuration) { try await $0.permissions(appId: appId, manifest: manifest) }
         try options.renderPermissions(states)
@@ -99,7 +99,7 @@ protocol PermissionDecisionCommand: AsyncParsableCommand {
 extension PermissionDecisionCommand {
     func run() async throws {
         let (appId, names) = (target.appId, target.names)
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: [.platformAccess, .permissions])
         // The manifest first: a command that fails must not have changed the store.
         let manifest = try await options.declaredManifest(appId: appId, configuration)
         let states = try await options.withPermissionStore(configuration) { store in
@@ -138,7 +138,7 @@ struct PermissionsResetCommand: AsyncParsableCommand {
 
     func run() async throws {
         try Identifier.validate(appId, as: .app)
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: .permissions)
         try await options.withPermissionStore(configuration) { try await $0.reset(appId: appId) }
         if !options.quiet && !options.json { Console.standardError("forgot the stored permissions of \(appId)") }
         if options.json { try Console.json([String: String]()) }
@@ -156,7 +156,7 @@ struct PermissionsListCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: .permissions)
         let stored = try await options.withPermissionStore(configuration) { try await $0.appsWithDecisions() }
         var ids = Set(stored.keys)
         for cache in options.caches(configuration) { ids.formUnion(cache.records().map(\.id)) }
@@ -203,7 +203,8 @@ struct PermissionsExportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let configuration = try options.configuration()
+        // Only an SDK shape reads the app's manifest (from the cache or the platform).
+        let configuration = try options.configuration(reading: format == .store ? .permissions : [.platformAccess, .permissions])
         var data: Data
         switch (format.interchange, appId) {
         case (let shape?, let appId?):
@@ -243,7 +244,7 @@ struct PermissionsImportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: .permissions)
         let file = arguments[arguments.count - 1]
         let data: Data
         if file == "-" {
@@ -274,8 +275,10 @@ struct PermissionsImportCommand: AsyncParsableCommand {
         if let named = parsed.appId, named != appId {
             throw ValidationError("the document is for app \(named), not \(appId)")
         }
-        let manifest = try await options.declaredManifest(appId: appId, configuration)
-        let states = try await options.withPermissionStore(configuration) { store in
+        // An SDK shape is checked against the app's manifest, from the cache or the platform.
+        let withPlatform = try options.configuration(reading: [.platformAccess, .permissions])
+        let manifest = try await options.declaredManifest(appId: appId, withPlatform)
+        let states = try await options.withPermissionStore(withPlatform) { store in
             try await store.set(appId: appId, parsed.statuses)
             return try await store.permissions(appId: appId, manifest: manifest)
         }
@@ -293,7 +296,7 @@ struct PermissionsHistoryCommand: AsyncParsableCommand {
 
     func run() async throws {
         try Identifier.validate(appId, as: .app)
-        let configuration = try options.configuration()
+        let configuration = try options.configuration(reading: .permissions)
         let changes = try await options.withPermissionStore(configuration) { try await $0.history(appId: appId) }
         if options.json {
             try Console.json(changes)

@@ -177,7 +177,7 @@ struct PublishCommand: AsyncParsableCommand {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
         let signingKey = try readSigningKey(key)
-        let limits = try ConfigurationLoader().load().extraction
+        let limits = try ConfigurationLoader().load(reading: .limits).extraction
         let publisher = RegistryPublisher(registry: Registry(root: KeyFiles.absolute(registry)), limits: limits)
         let result = try await publisher.publish(PublishRequest(
             source: source, appId: appId, versionTag: versionTag, versionId: versionId,

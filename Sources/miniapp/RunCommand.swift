@@ -43,7 +43,7 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let profile = try hostProfile.map(Self.readProfile) ?? HostProfile()
-        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(), options: options)
+        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .all), options: options)
         try await options.withInstaller(configuration, needsPlatform: true) { installer in
             let record: InstallRecord
             do {

@@ -163,6 +163,39 @@ import Testing
         await store.close()
     }
 
+    @Test(arguments: StoreBackend.allCases)
+    func historyUnderEightConcurrentWritersIsInTheOrderItTookEffectWithTimesThatAgree(backend: StoreBackend) async throws {
+        let location = try await location(backend)
+        let shared = "com.example.SHARED"
+        // Eight clients, each its own store (its own connections), all changing one permission of one
+        // app at once, and a reset among them: only the order they took effect in makes a chain.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<8 {
+                group.addTask {
+                    let store = try await PermissionStore.open(location, timeouts: Self.patient)
+                    for round in 0..<12 {
+                        if writer == 0, round == 6 {
+                            try await store.reset(appId: "app")
+                        } else {
+                            try await store.set(appId: "app", [shared: (writer + round) % 2 == 0 ? .allowed : .denied])
+                        }
+                    }
+                    await store.close()
+                }
+            }
+            try await group.waitForAll()
+        }
+        let store = try await PermissionStore.open(location, timeouts: Self.patient)
+        let history = try await store.history(appId: "app")
+        #expect(history.count > 8)
+        #expect(history.first?.from == nil)
+        #expect(zip(history, history.dropFirst()).allSatisfy { $0.to == $1.from }, "each change is from the state the one before left")
+        let times = history.map(\.changedAt)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 <= $1 }, "times never go back: \(times.map(RecordCoding.format))")
+        #expect(try await store.stored(appId: "app").first?.status == history.last?.to, "the history leads to the decision in force")
+        await store.close()
+    }
+
     @Test(arguments: [(StoreBackend.sqlite, StoreBackend.postgres), (.postgres, .sqlite)])
     func aSnapshotCarriesEveryDecisionWithItsTimeIntoTheOtherBackend(from: StoreBackend, to: StoreBackend) async throws {
         let source = try await makeStore(from)

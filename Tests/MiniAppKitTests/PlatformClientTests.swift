@@ -371,3 +371,32 @@ final class Counter: Sendable {
         }
     }
 }
+
+/// Foundation's lenient decoding of a list, as ``PlatformClient`` did before the one-pass reader.
+private struct FoundationElement: Decodable {
+    let value: AppRecord?
+    init(from decoder: any Decoder) throws { value = try? AppRecord(from: decoder) }
+}
+
+@Suite struct AppListReadingTests {
+    /// Documents the one-pass reader takes, and documents it leaves to Foundation's decoder (`nil`):
+    /// either way the records are Foundation's.
+    @Test(arguments: [
+        (#"[{"id": "a", "version": {"versionId": "v"}}, {"id": "../b", "version": {"versionId": "v"}}, 3, null, "x"]"#, true),
+        (#"[{"id": "a", "id": "b", "displayName": 5, "displayName": "dup", "version": {"versionId": "v", "versionTag": ["x"]}}]"#, true),
+        (#"[{"id": "a", "version": {"versionId": "v"}, "icon": "HTTPS://X.EXAMPLE/a b", "promotionalImageUrl": "ftp://x/y"}]"#, true),
+        (#"[{"id": "a", "version": {"versionId": "v"}, "promotionalText": "\ud83d\ude00 \u0000 \/"}]"#, true),
+        (#"[{"id": "a", "version": {"versionId": "v"}},]"#, false),
+        (#"[{"id": "a", "version": {"versionId": "v"}, "n": 1e999}]"#, false),
+        (#"[{"id": "a", "version": {"versionId": "v"}, "s": "\ud800"}]"#, false),
+        ("[" + String(repeating: "[", count: 300) + String(repeating: "]", count: 300) + "]", false),
+        (#"{"id": "a"}"#, false),
+    ])
+    func theOnePassReaderGivesFoundationsRecordsOrLeavesTheDocumentToIt(document: String, taken: Bool) throws {
+        let fast = AppRecord.listElements(Array(document.utf8))
+        #expect((fast != nil) == taken)
+        guard let fast else { return }
+        let foundation = try JSONDecoder().decode([FoundationElement].self, from: Data(document.utf8)).map(\.value)
+        #expect(fast == foundation)
+    }
+}

@@ -83,21 +83,25 @@ import Testing
             }
             try await group.waitForAll()
         }
-        #expect(try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,4")
+        #expect(try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4")
         let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
         #expect(try await store.appsWithDecisions().count == 8)
         await store.close()
     }
 
-    @Test func aStoreOfTheFirstSchemaVersionIsMigratedAndKeepsItsDecisions() async throws {
-        let cluster = try await PostgresCluster.shared()
-        let database = try await cluster.createDatabase()
-        // What version 1 created, with one decision and its history.
-        try await cluster.psql("""
+    /// The tables schema version 1 created (versions 2 and 3 added functions only).
+    static let versionOneTables = """
             CREATE TABLE miniapp_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
             CREATE TABLE miniapp_permission (app_id text NOT NULL, name text NOT NULL, status text NOT NULL, decided_at double precision NOT NULL, PRIMARY KEY (app_id, name));
             CREATE TABLE miniapp_permission_history (id bigserial PRIMARY KEY, app_id text NOT NULL, name text NOT NULL, from_status text, to_status text, changed_at double precision NOT NULL);
             CREATE INDEX miniapp_permission_history_app ON miniapp_permission_history (app_id, id);
+        """
+
+    @Test func aStoreOfTheFirstSchemaVersionIsMigratedAndKeepsItsDecisions() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try await cluster.createDatabase()
+        // What version 1 created, with one decision and its history.
+        try await cluster.psql(Self.versionOneTables + """
             INSERT INTO miniapp_schema (version) VALUES (1);
             INSERT INTO miniapp_permission VALUES ('app', 'rakuten.miniapp.user.USER_NAME', 'ALLOWED', 1795341404.237);
             INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at) VALUES ('app', 'rakuten.miniapp.user.USER_NAME', NULL, 'ALLOWED', 1795341404.237);
@@ -107,7 +111,36 @@ import Testing
         try await store.set(appId: "app", ["USER_NAME": .denied])
         #expect(try await store.history(appId: "app").map(\.to) == [.allowed, .denied])
         await store.close()
-        #expect(try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,4")
+        #expect(try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4")
+    }
+
+    @Test func aStoreOfTheSecondSchemaVersionIsMigratedAndItsHistoryTimesFollowItsOrder() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try await cluster.createDatabase()
+        // Version 2's tables (its functions are replaced by version 3's), with a history written by
+        // racing writers before version 3: the second row took effect after the first, but its time,
+        // taken when its transaction started, says earlier.
+        try await cluster.psql(Self.versionOneTables + """
+            INSERT INTO miniapp_schema (version) VALUES (1), (2);
+            INSERT INTO miniapp_permission VALUES ('app', 'rakuten.miniapp.user.USER_NAME', 'ALLOWED', 4102444700.3), ('other', 'rakuten.miniapp.user.LOCATION', 'DENIED', 4102444000);
+            INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at) VALUES
+                ('app', 'rakuten.miniapp.user.USER_NAME', NULL, 'DENIED', 4102444700.5),
+                ('other', 'rakuten.miniapp.user.LOCATION', NULL, 'DENIED', 4102444000),
+                ('app', 'rakuten.miniapp.user.USER_NAME', 'DENIED', 'ALLOWED', 4102444700.3);
+            """, database: database)
+        let store = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database)), timeouts: PermissionStoreTests.patient)
+        #expect(try await store.history(appId: "app").map(\.changedAt.timeIntervalSince1970) == [4102444700.5, 4102444700.5])
+        #expect(try await store.history(appId: "other").map(\.changedAt.timeIntervalSince1970) == [4102444000])
+        #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"), "decisions are kept")
+        // The last row is in 2100: a change now, or one dated earlier, is never timed before it.
+        try await store.set(appId: "app", ["USER_NAME": .denied])
+        try await store.set(appId: "app", ["USER_NAME": .allowed], at: Date(timeIntervalSince1970: 1_795_341_404.237))
+        try await store.reset(appId: "app")
+        let history = try await store.history(appId: "app")
+        #expect(history.map(\.to) == [.denied, .allowed, .denied, .allowed, nil])
+        #expect(history.map(\.changedAt.timeIntervalSince1970) == Array(repeating: 4102444700.5, count: 5))
+        await store.close()
+        #expect(try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4")
     }
 
     @Test func aSearchPathPutsTheTablesInThatSchemaAndALimitedUserIsRefused() async throws {

@@ -96,6 +96,24 @@ import Testing
         let list = try await CommandRunner.run(["permissions", "list", "--json", "--cache-dir", work + "/cache"], environment: store)
         let entries = try #require(try list.json() as? [[String: Any]])
         #expect((entries.first?["permissions"] as? [Any])?.count == 8)
+        // Then all eight change one permission at once, four granting and four denying: the history is
+        // in the order the changes took effect (each from the state the one before left), its times never
+        // going back.
+        let changes = try await withThrowingTaskGroup(of: CommandResult.self) { group in
+            for writer in 0..<8 {
+                let verb = writer % 2 == 0 ? "grant" : "deny"
+                group.addTask { try await CommandRunner.run(["permissions", verb, "hello", "USER_NAME", "--cache-dir", work + "/cache"], environment: store) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(changes.allSatisfy { $0.status == 0 }, "\(changes.map(\.stderr))")
+        let history = try await CommandRunner.run(["permissions", "history", "hello", "--json", "--cache-dir", work + "/cache"], environment: store)
+        let rows = try #require(try history.json() as? [[String: Any]])
+        let times = rows.compactMap { $0["changedAt"] as? String }
+        #expect(times.count == rows.count && rows.count > 8)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 <= $1 }, "\(times)")
+        let shared = rows.filter { $0["name"] as? String == KnownPermission.userName.rawValue }
+        #expect(zip(shared, shared.dropFirst()).allSatisfy { $0["to"] as? String == $1["from"] as? String }, "\(shared)")
     }
 
     @Test(arguments: StoreBackend.allCases)

@@ -175,7 +175,7 @@ func expectFailure(_ result: CommandResult, status: Int32, mentioning text: Stri
     @Test(arguments: [
         ["list", "--no-such-flag"], ["info"], ["info", "../etc/passwd", "--platform", "http://127.0.0.1:9/", "--project-id", "p"],
         ["list", "--platform", "ftp://x/", "--project-id", "p"], ["list", "--platform", "http://127.0.0.1:9/"],
-        ["list", "--signature-policy", "sometimes", "--platform", "http://127.0.0.1:9/", "--project-id", "p"],
+        ["download", "app-x", "--signature-policy", "sometimes", "--platform", "http://127.0.0.1:9/", "--project-id", "p"],
         ["frobnicate"],
     ])
     func badCommandLinesAreUsageErrors(arguments: [String]) async throws {

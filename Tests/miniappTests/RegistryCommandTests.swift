@@ -6,10 +6,11 @@ import MiniAppTestSupport
 import Testing
 
 /// Starts `miniapp serve` on a free port and returns the process and its base URL.
-func startServe(_ registry: String, _ extra: [String] = []) async throws -> (Process, URL, URL) {
+func startServe(_ registry: String, _ extra: [String] = [], environment: [String: String]? = nil) async throws -> (Process, URL, URL) {
     let process = Process()
     process.executableURL = CommandRunner.executable
     process.arguments = ["serve", registry, "--port", "0"] + extra
+    if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
     let directory = try TemporaryDirectory.make()
     let out = directory.appendingPathComponent("out")
     let err = directory.appendingPathComponent("err")

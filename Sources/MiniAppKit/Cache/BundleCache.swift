@@ -134,6 +134,14 @@ public struct BundleCache: Sendable {
         return record
     }
 
+    /// The names in this namespace's folder: every app with a cached version is among them. Read once
+    /// by a caller asking ``record(appId:versionId:)`` about thousands of apps (`list`), which then asks
+    /// only about these.
+    public func appFolderNames() -> Set<String> {
+        guard Self.isRealDirectory(root + "/bundles"), Self.isRealDirectory(namespaceDirectory) else { return [] }
+        return Set(FileReading.children(of: namespaceDirectory))
+    }
+
     /// Every cached version of `appId` (or of every app), most recently installed first.
     public func records(appId: String? = nil) -> [InstallRecord] {
         guard Self.isRealDirectory(root + "/bundles") else { return [] }

@@ -34,6 +34,46 @@ public struct ConfigurationOverrides: Sendable, Equatable {
     }
 }
 
+/// The settings a piece of work reads. A loader asked for some reads and checks only those: the others
+/// keep their defaults, and a bad value there (a registry folder not made yet, a mistyped language) stops
+/// nothing that does not use it.
+public struct ConfigurationSettings: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// The platform, which also names the cache's namespace.
+    public static let platform = Self(rawValue: 1 << 0)
+    public static let projectId = Self(rawValue: 1 << 1)
+    public static let subscriptionKey = Self(rawValue: 1 << 2)
+    public static let preview = Self(rawValue: 1 << 3)
+    public static let offline = Self(rawValue: 1 << 4)
+    public static let delta = Self(rawValue: 1 << 5)
+    public static let signaturePolicy = Self(rawValue: 1 << 6)
+    public static let language = Self(rawValue: 1 << 7)
+    public static let permissionStore = Self(rawValue: 1 << 8)
+    /// `retry`, `timeouts` and `maxResponseBytes`.
+    public static let network = Self(rawValue: 1 << 9)
+    /// `limits`: extraction limits and the largest download.
+    public static let limits = Self(rawValue: 1 << 10)
+    /// `retention`.
+    public static let retention = Self(rawValue: 1 << 11)
+    /// `trustedKeys` and `keyCacheSeconds`.
+    public static let trust = Self(rawValue: 1 << 12)
+    /// `lockTimeoutSeconds`.
+    public static let lockTimeout = Self(rawValue: 1 << 13)
+    /// `permissionStoreTimeouts`.
+    public static let permissionStoreTimeouts = Self(rawValue: 1 << 14)
+
+    /// What talking to the platform reads.
+    public static let platformAccess: Self = [.platform, .projectId, .subscriptionKey, .preview, .offline, .network, .language]
+    /// What opening the permission store reads.
+    public static let permissions: Self = [.permissionStore, .permissionStoreTimeouts, .lockTimeout]
+    /// What downloading, checking and installing a bundle reads.
+    public static let installing: Self = [.platformAccess, .delta, .signaturePolicy, .limits, .retention, .trust, .lockTimeout]
+    /// Every setting.
+    public static let all = Self(rawValue: (1 << 15) - 1)
+}
+
 /// Builds a ``MiniAppConfiguration`` from the command line, then `MINIAPP_*` variables, then the
 /// JSON config file, then the defaults, validating every value it takes.
 public struct ConfigurationLoader: Sendable {
@@ -65,10 +105,11 @@ public struct ConfigurationLoader: Sendable {
         return nil
     }
 
-    /// The resolved, validated configuration.
-    public func load(_ overrides: ConfigurationOverrides = ConfigurationOverrides()) throws(ConfigurationError) -> MiniAppConfiguration {
+    /// The resolved, validated configuration. Only `settings` (and the cache directory) are read and
+    /// checked; the others keep their defaults whatever the command line, environment or file say.
+    public func load(_ overrides: ConfigurationOverrides = ConfigurationOverrides(), reading settings: ConfigurationSettings = .all) throws(ConfigurationError) -> MiniAppConfiguration {
         let file = try readConfigFile()
-        let lookup = SettingLookup(overrides: overrides, environment: environment, file: file)
+        let lookup = SettingLookup(overrides: overrides, environment: environment, file: file, reading: settings)
 
         let cacheDirectory = try lookup.string("cacheDir", flag: "--cache-dir", variable: "MINIAPP_CACHE_DIR", override: overrides.cacheDirectory)
             .map { absolute($0.value) } ?? defaultCacheDirectory()
@@ -200,13 +241,37 @@ private struct SettingLookup {
     let overrides: ConfigurationOverrides
     let environment: [String: String]
     let file: [String: JSONValue]
+    /// The settings asked for; a lookup of any other finds nothing.
+    let reading: ConfigurationSettings
+
+    init(overrides: ConfigurationOverrides, environment: [String: String], file: [String: JSONValue], reading: ConfigurationSettings) {
+        self.overrides = overrides
+        self.environment = environment
+        self.file = file
+        self.reading = reading
+    }
 
     typealias Found<Value> = (value: Value, source: String)
     private static let fileSource = "the config file"
 
+    /// The setting each config file key belongs to; the cache directory is always read.
+    private static let settingOfKey: [String: ConfigurationSettings] = [
+        "platform": .platform, "projectId": .projectId, "subscriptionKey": .subscriptionKey, "preview": .preview,
+        "offline": .offline, "delta": .delta, "signaturePolicy": .signaturePolicy, "lang": .language,
+        "permissionStore": .permissionStore, "retry": .network, "timeouts": .network, "maxResponseBytes": .network,
+        "limits": .limits, "retention": .retention, "trustedKeys": .trust, "keyCacheSeconds": .trust,
+        "lockTimeoutSeconds": .lockTimeout, "permissionStoreTimeouts": .permissionStoreTimeouts,
+    ]
+
+    /// Whether the top-level config file key `key` (and its flag and variable) is to be read.
+    private func reads(_ key: String) -> Bool {
+        Self.settingOfKey[key].map { reading.isSuperset(of: $0) } ?? true
+    }
+
     /// `emptyIsSet` makes an empty environment variable a value; otherwise it counts as unset.
     /// `secret` keeps a value of the wrong type out of the error too.
     func string(_ key: String, flag: String, variable: String, override: String?, emptyIsSet: Bool = false, secret: Bool = false) throws(ConfigurationError) -> Found<String>? {
+        guard reads(key) else { return nil }
         if let override { return (override, flag) }
         if let value = environment[variable], emptyIsSet || !value.isEmpty { return (value, variable) }
         switch file[key] {
@@ -218,6 +283,7 @@ private struct SettingLookup {
     }
 
     func bool(_ key: String, flag: String, variable: String, override: Bool?) throws(ConfigurationError) -> Bool? {
+        guard reads(key) else { return nil }
         if let override { return override }
         if let value = environment[variable], !value.isEmpty {
             switch value.lowercased() {
@@ -274,7 +340,7 @@ private struct SettingLookup {
         if let value = try number(storeTimeouts, "statementSeconds", in: "permissionStoreTimeouts", range: 0.001...3600) {
             configuration.permissionStoreTimeouts.statement = .milliseconds(value * 1000)
         }
-        switch file["trustedKeys"] {
+        switch reads("trustedKeys") ? file["trustedKeys"] : nil {
         case nil, .null?:
             break
         case .array(let values)?:
@@ -291,6 +357,7 @@ private struct SettingLookup {
     }
 
     private func section(_ key: String) throws(ConfigurationError) -> [String: JSONValue] {
+        guard reads(key) else { return [:] }
         switch file[key] {
         case nil, .null?: return [:]
         case .object(let dictionary)?: return dictionary
@@ -301,6 +368,7 @@ private struct SettingLookup {
 
     private func number(_ dictionary: [String: JSONValue], _ key: String, in section: String?, range: ClosedRange<Double>) throws(ConfigurationError) -> Double? {
         let name = section.map { "\($0).\(key)" } ?? key
+        if section == nil, !reads(key) { return nil }
         switch dictionary[key] {
         case nil, .null?: return nil
         case .number(let value)? where range.contains(value): return value

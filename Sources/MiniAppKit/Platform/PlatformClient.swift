@@ -172,11 +172,13 @@ public final class PlatformClient: PlatformAPI {
     }
 
     /// Decodes an array of app records, dropping malformed elements unless every element is malformed.
+    /// Read in one pass by ``AppRecord/listElements(_:)``; a document that reader does not take goes
+    /// through Foundation's decoder, whose records or error are the same.
     private func decodeRecords(_ answer: HTTPAnswer, resource: String, requireOne: Bool) throws -> [AppRecord] {
-        let elements = try decode([LenientElement<AppRecord>].self, from: answer, resource: resource)
-        let records = elements.compactMap(\.value)
+        let elements = try AppRecord.listElements(answer.body) ?? decode([LenientElement<AppRecord>].self, from: answer, resource: resource).map(\.value)
+        let records = elements.compactMap(\.self)
         if records.count < elements.count {
-            if records.isEmpty || (requireOne && elements.first?.value == nil) {
+            if records.isEmpty || (requireOne && elements.first.map { $0 == nil } == true) {
                 throw PlatformError.invalidResponse(resource: resource, reason: "an app record lacks a valid id or version")
             }
             logger.warning("dropped malformed app records", metadata: ["count": "\(elements.count - records.count)"])

@@ -29,8 +29,8 @@ final class PostgresPermissionBackend: PermissionBackend {
     private let isClosed = Mutex(false)
     private let lastConnectionID = Mutex(0)
 
-    /// The schema versions this code writes (3 is not one of them).
-    static let schemaVersions: Set<Int> = [1, 2, 4]
+    /// The schema versions this code writes.
+    static let schemaVersions: Set<Int> = [1, 2, 3, 4]
     /// The most connections kept open between operations.
     static let maxIdle = 4
     /// Advisory lock keys: the migration's, and the class of the per-app locks.
@@ -179,6 +179,62 @@ final class PostgresPermissionBackend: PermissionBackend {
                         _ = try await connection.query(statement, logger: logger).collect()
                     }
                 }
+                if !applied.contains(3) {
+                    // Times taken after the app's lock: a transaction's start (the client's clock, or now())
+                    // is not the order its changes take effect in. A decision without a time (times[i] is
+                    // NULL, or past the array's end) is timed by clock_timestamp() once the lock is held, and
+                    // no history row is ever before the app's last one. Rows already written are brought in
+                    // line: each takes the latest time of the rows before it.
+                    for statement: PostgresQuery in [
+                        """
+                        CREATE OR REPLACE FUNCTION miniapp_apply(app text, names text[], statuses text[], times double precision[])
+                        RETURNS void LANGUAGE plpgsql AS $$
+                        DECLARE
+                            previous text;
+                            last double precision;
+                            now_time double precision;
+                            decided double precision;
+                        BEGIN
+                            PERFORM pg_advisory_xact_lock(\(unescaped: String(Self.appLockClass)), hashtext(app));
+                            last := coalesce((SELECT changed_at FROM miniapp_permission_history WHERE app_id = app ORDER BY id DESC LIMIT 1), 0);
+                            now_time := greatest(floor(extract(epoch FROM clock_timestamp()) * 1000) / 1000, last);
+                            FOR i IN 1 .. coalesce(array_length(names, 1), 0) LOOP
+                                decided := coalesce(times[i], now_time);
+                                previous := (SELECT status FROM miniapp_permission WHERE app_id = app AND name = names[i]);
+                                INSERT INTO miniapp_permission (app_id, name, status, decided_at) VALUES (app, names[i], statuses[i], decided)
+                                    ON CONFLICT (app_id, name) DO UPDATE SET status = excluded.status, decided_at = excluded.decided_at;
+                                IF previous IS DISTINCT FROM statuses[i] THEN
+                                    INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at)
+                                        VALUES (app, names[i], previous, statuses[i], greatest(decided, last));
+                                END IF;
+                            END LOOP;
+                        END $$
+                        """,
+                        """
+                        CREATE OR REPLACE FUNCTION miniapp_reset(app text, at_time double precision)
+                        RETURNS void LANGUAGE plpgsql AS $$
+                        DECLARE
+                            last double precision;
+                        BEGIN
+                            PERFORM pg_advisory_xact_lock(\(unescaped: String(Self.appLockClass)), hashtext(app));
+                            last := coalesce((SELECT changed_at FROM miniapp_permission_history WHERE app_id = app ORDER BY id DESC LIMIT 1), 0);
+                            INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at)
+                                SELECT app_id, name, status, NULL,
+                                    greatest(coalesce(at_time, floor(extract(epoch FROM clock_timestamp()) * 1000) / 1000), last)
+                                FROM miniapp_permission WHERE app_id = app ORDER BY name;
+                            DELETE FROM miniapp_permission WHERE app_id = app;
+                        END $$
+                        """,
+                        """
+                        UPDATE miniapp_permission_history AS h SET changed_at = ordered.running
+                        FROM (SELECT id, max(changed_at) OVER (PARTITION BY app_id ORDER BY id) AS running FROM miniapp_permission_history) AS ordered
+                        WHERE h.id = ordered.id AND h.changed_at < ordered.running
+                        """,
+                        "INSERT INTO miniapp_schema (version) VALUES (3)",
+                    ] {
+                        _ = try await connection.query(statement, logger: logger).collect()
+                    }
+                }
                 if !applied.contains(4) {
                     for statement in Self.secureStorageSchema {
                         _ = try await connection.query(statement, logger: logger).collect()
@@ -233,18 +289,19 @@ final class PostgresPermissionBackend: PermissionBackend {
     // MARK: Writing
 
     /// One statement (a transaction of its own): ``migrate()``'s `miniapp_apply` takes the app's
-    /// advisory lock, then writes each status with its history row.
-    func apply(appId: String, _ decisions: [StoredPermission]) async throws(PermissionStoreError) {
+    /// advisory lock, then writes each status with its history row. Decisions taking effect now go
+    /// without times: the function times them on the server once the lock is held.
+    func apply(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool) async throws(PermissionStoreError) {
         let names = decisions.map(\.name)
         let statuses = decisions.map(\.status.rawValue)
-        let times = decisions.map(\.decidedAt.timeIntervalSince1970)
+        let times = takingEffectNow ? [] : decisions.map(\.decidedAt.timeIntervalSince1970)
         try await run { connection, logger in
             _ = try await connection.query("SELECT miniapp_apply(\(appId), \(names), \(statuses), \(times))", logger: logger).collect()
         }
     }
 
-    func reset(appId: String, at date: Date) async throws(PermissionStoreError) {
-        let time = date.timeIntervalSince1970
+    func reset(appId: String, at date: Date?) async throws(PermissionStoreError) {
+        let time = date?.timeIntervalSince1970
         try await run { connection, logger in
             _ = try await connection.query("SELECT miniapp_reset(\(appId), \(time))", logger: logger).collect()
         }

@@ -232,11 +232,15 @@ final class SQLitePermissionBackend: PermissionBackend {
 
     // MARK: Writing
 
-    func apply(appId: String, _ decisions: [StoredPermission]) async throws(PermissionStoreError) {
+    /// Writes run in IMMEDIATE transactions: the database's write lock (every app's lock) is held from
+    /// the start, so the time read here orders the change among all others.
+    func apply(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool) async throws(PermissionStoreError) {
         try await write { db in
+            let last = try Self.lastChange(appId: appId, db)
+            let now = max(PermissionStore.storedTime(Date()).timeIntervalSince1970, last)
             for decision in decisions {
                 let previous = try String.fetchOne(db, sql: "SELECT status FROM permission WHERE appId = ? AND name = ?", arguments: [appId, decision.name])
-                let time = decision.decidedAt.timeIntervalSince1970
+                let time = takingEffectNow ? now : decision.decidedAt.timeIntervalSince1970
                 try db.execute(
                     sql: "INSERT INTO permission (appId, name, status, decidedAt) VALUES (?, ?, ?, ?) ON CONFLICT(appId, name) DO UPDATE SET status = excluded.status, decidedAt = excluded.decidedAt",
                     arguments: [appId, decision.name, decision.status.rawValue, time]
@@ -244,19 +248,21 @@ final class SQLitePermissionBackend: PermissionBackend {
                 if previous != decision.status.rawValue {
                     try db.execute(
                         sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, ?, ?)",
-                        arguments: [appId, decision.name, previous, decision.status.rawValue, time]
+                        arguments: [appId, decision.name, previous, decision.status.rawValue, max(time, last)]
                     )
                 }
             }
         }
     }
 
-    func reset(appId: String, at date: Date) async throws(PermissionStoreError) {
+    func reset(appId: String, at date: Date?) async throws(PermissionStoreError) {
         try await write { db in
-            for row in try Row.fetchAll(db, sql: "SELECT name, status FROM permission WHERE appId = ?", arguments: [appId]) {
+            let last = try Self.lastChange(appId: appId, db)
+            let time = max((date ?? PermissionStore.storedTime(Date())).timeIntervalSince1970, last)
+            for row in try Row.fetchAll(db, sql: "SELECT name, status FROM permission WHERE appId = ? ORDER BY name", arguments: [appId]) {
                 try db.execute(
                     sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, NULL, ?)",
-                    arguments: [appId, row["name"] as String, row["status"] as String, date.timeIntervalSince1970]
+                    arguments: [appId, row["name"] as String, row["status"] as String, time]
                 )
             }
             try db.execute(sql: "DELETE FROM permission WHERE appId = ?", arguments: [appId])
@@ -264,6 +270,11 @@ final class SQLitePermissionBackend: PermissionBackend {
     }
 
     func close() async {}
+
+    /// The time of the app's last history row (rows are in the order they took effect), or 0.
+    private static func lastChange(appId: String, _ db: Database) throws -> Double {
+        try Double.fetchOne(db, sql: "SELECT changedAt FROM permissionHistory WHERE appId = ? ORDER BY id DESC LIMIT 1", arguments: [appId]) ?? 0
+    }
 
     private static func stored(from row: Row) -> StoredPermission? {
         guard let status = PermissionStatus(rawValue: row["status"]) else { return nil }
