@@ -228,7 +228,8 @@ def main():
         check(call(driver, 'MiniAppBridge.getSecureStorageItem("greeting")') == {'ok': None}, 'secure storage is isolated between apps')
         other_id = call(driver, 'MiniAppBridge.getUniqueId()')['ok']
         check(other_id != unique['ok'], 'unique ids differ between apps')
-        check(call(driver, 'MiniAppBridge.closeMiniApp(false)') == {'ok': 'SUCCESS'}, 'closeMiniApp')
+        # The host closes the frame as it answers: the app may not live to see the answer.
+        driver.execute_script('MiniAppBridge.closeMiniApp(false)')
         driver.switch_to.default_content()
         wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and 'closed' in driver.find_element(By.ID, 'status').text, 'closeMiniApp closes the frame on the host page')
 

@@ -254,8 +254,8 @@ import Testing
         #expect(try await reopened.history(appId: "app").map(\.to) == [.allowed, .denied])
     }
 
-    /// A PostgreSQL database of schema version 2 (what the store made before version 4), with one
-    /// decision, plus the unrelated version 3 when `withVersion3`.
+    /// A PostgreSQL database from before secure storage (schema version 4), with one decision: at
+    /// version 3, or at version 2 (before the history-order functions of version 3 too).
     @Test(arguments: [false, true])
     func aPostgresStoreOfSchemaVersion2IsMigratedWhetherOrNotVersion3IsThere(withVersion3: Bool) async throws {
         let cluster = try await PostgresCluster.shared()
@@ -264,10 +264,10 @@ import Testing
         let first = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
         try await first.set(appId: "app", ["USER_NAME": .allowed])
         await first.close()
-        // Back to version 2: what version 4 adds, removed.
+        // Back to version 3 (or 2): what version 4 adds, removed.
         try await cluster.psql("DROP FUNCTION miniapp_storage_set; DROP TABLE miniapp_storage; DELETE FROM miniapp_schema WHERE version = 4", database: database)
-        if withVersion3 {
-            try await cluster.psql("CREATE TABLE miniapp_unrelated (id integer); INSERT INTO miniapp_schema (version) VALUES (3)", database: database)
+        if !withVersion3 {
+            try await cluster.psql("DELETE FROM miniapp_schema WHERE version = 3", database: database)
         }
         let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
         #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"))
@@ -279,7 +279,7 @@ import Testing
         #expect(try await store.history(appId: "app").map(\.to) == [.allowed, .denied])
         await store.close()
         let versions = try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database)
-        #expect(versions.trimmingCharacters(in: .whitespacesAndNewlines) == (withVersion3 ? "1,2,3,4" : "1,2,4"))
+        #expect(versions.trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4")
         let reopened = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
         #expect(try await reopened.storageItem(appId: "app", key: "k") == "v")
         await reopened.close()
