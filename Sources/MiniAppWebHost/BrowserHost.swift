@@ -117,18 +117,12 @@ public final class BrowserHost: Sendable {
                 return BridgeIdentity(secret: bytes)
             }
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let secret = BridgeIdentity.randomSecret()
-            // Written to a private temporary file and renamed: a reader sees no secret or the whole one.
-            let temporary = path + ".\(getpid()).tmp"
-            let descriptor = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: temporary]) }
-            let written = secret.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            close(descriptor)
-            guard written == secret.count, rename(temporary, path) == 0 else {
-                unlink(temporary)
-                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+            try Durability.writeAtomically(Data(BridgeIdentity.randomSecret()), to: path, durable: true, mode: 0o600)
+            // Two hosts starting at once each write one: both go on with the one that stayed.
+            guard case .contents(let bytes) = FileReading.read(path, followingLinks: false), bytes.count == 32 else {
+                throw CacheError.io(path: path, reason: "the bridge's secret cannot be read back", diskFull: false)
             }
-            return BridgeIdentity(secret: secret)
+            return BridgeIdentity(secret: bytes)
         }
     }
 

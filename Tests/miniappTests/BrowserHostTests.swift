@@ -26,6 +26,9 @@ import Testing
         if backend == .sqlite {
             #expect(output.contains("ok: the real sample runs through the bridge") || !FileManager.default.fileExists(atPath: Self.sample), "\(output)")
         }
+        // The secret the apps' identifiers derive from: 32 bytes, readable by its owner only.
+        let secret = try FileManager.default.attributesOfItem(atPath: work + "/cache/bridge.secret")
+        #expect((secret[.posixPermissions] as? Int) == 0o600 && (secret[.size] as? Int) == 32)
     }
 
     static let demo = repositoryRoot.appendingPathComponent("Manifests/demo/registry").path

@@ -11,11 +11,11 @@ package enum Durability {
     package static let injectedFailures = Mutex<[String: Int32]>([:])
     #endif
 
-    /// Writes `data` to a temporary file beside `path` and renames it over `path`; when `durable`,
-    /// the file and its folder are synced too.
-    package static func writeAtomically(_ data: Data, to path: String, durable: Bool) throws(CacheError) {
+    /// Writes `data` to a temporary file (of `mode`) beside `path` and renames it over `path`; when
+    /// `durable`, the file and its folder are synced too.
+    package static func writeAtomically(_ data: Data, to path: String, durable: Bool, mode: mode_t = 0o644) throws(CacheError) {
         let temporary = path + ".tmp-" + UUID().uuidString.prefix(8)
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard descriptor >= 0 else { throw .system(temporary) }
         var failure: CacheError?
         data.withUnsafeBytes { buffer in
