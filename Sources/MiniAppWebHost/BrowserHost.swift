@@ -155,6 +155,23 @@ public final class BrowserHost: Sendable {
         do {
             try await ServiceGroup(configuration: configuration).run()
         } catch is CancellationError {
+        } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EACCES {
+            throw BrowserHostError.cannotListen(host: host, port: port, reason: String(cString: strerror(error.errnoCode)))
+        }
+    }
+}
+
+/// A browser host that cannot run.
+public enum BrowserHostError: CategorizedError, Equatable {
+    /// The address cannot be listened on (in use, or not allowed).
+    case cannotListen(host: String, port: Int, reason: String)
+
+    public var category: ErrorCategory { .usage }
+
+    public var description: String {
+        switch self {
+        case .cannotListen(let host, let port, let reason):
+            return "the browser host cannot listen on \(host):\(port) (\(reason)): choose another port, or 0 for a free one"
         }
     }
 }

@@ -44,6 +44,15 @@ import Testing
         (["hello", "--offline"], nil, 66, "hello"),
     ]
 
+    @Test func aPortInUseIsAUsageErrorAndLeavesNothingRunning() async throws {
+        let work = try TemporaryDirectory.make().path
+        let taken = LoopbackPort(listening: true)
+        let result = try await CommandRunner.run(["run", "hello", "--port", "\(taken.port)", "--platform", Self.demo, "--cache-dir", work + "/cache"], timeoutSeconds: 60)
+        withExtendedLifetime(taken) {}
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("error: ") && result.stderr.contains("\(taken.port)") && result.stderr.contains("in use"), "\(result.stderr)")
+    }
+
     @Test(arguments: badRuns)
     func runRefusesBadInputWithOneLineAndTheDocumentedCode(arguments: [String], profile: String?, status: Int32, says: String) async throws {
         let work = try TemporaryDirectory.make().path
