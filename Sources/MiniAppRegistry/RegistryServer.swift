@@ -137,6 +137,8 @@ public struct RegistryServer: Sendable {
         do {
             try await ServiceGroup(configuration: configuration).run()
         } catch is CancellationError {
+        } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EACCES {
+            throw RegistryError.cannotListen(host: host, port: port, reason: String(cString: strerror(error.errnoCode)))
         }
     }
 }

@@ -44,10 +44,14 @@ import Testing
         (["hello", "--offline"], nil, 66, "hello"),
     ]
 
-    @Test func aPortInUseIsAUsageErrorAndLeavesNothingRunning() async throws {
+    @Test(arguments: ["run", "serve"])
+    func aPortInUseIsAUsageErrorNamingIt(command: String) async throws {
         let work = try TemporaryDirectory.make().path
         let taken = LoopbackPort(listening: true)
-        let result = try await CommandRunner.run(["run", "hello", "--port", "\(taken.port)", "--platform", Self.demo, "--cache-dir", work + "/cache"], timeoutSeconds: 60)
+        let arguments = command == "run"
+            ? ["run", "hello", "--port", "\(taken.port)", "--platform", Self.demo, "--cache-dir", work + "/cache"]
+            : ["serve", Self.demo, "--port", "\(taken.port)"]
+        let result = try await CommandRunner.run(arguments, timeoutSeconds: 60)
         withExtendedLifetime(taken) {}
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.hasPrefix("error: ") && result.stderr.contains("\(taken.port)") && result.stderr.contains("in use"), "\(result.stderr)")

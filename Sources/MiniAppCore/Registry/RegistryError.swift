@@ -10,10 +10,12 @@ public enum RegistryError: CategorizedError, Equatable {
     case versionExists(appId: String, versionId: String)
     /// Writing the registry failed.
     case io(path: String, reason: String, diskFull: Bool)
+    /// The server cannot listen on the address (in use, or not allowed).
+    case cannotListen(host: String, port: Int, reason: String)
 
     public var category: ErrorCategory {
         switch self {
-        case .notARegistry, .invalidVersionTag: return .usage
+        case .notARegistry, .invalidVersionTag, .cannotListen: return .usage
         case .invalidBundle, .versionExists: return .badData
         case .io: return .localIO
         }
@@ -31,6 +33,8 @@ public enum RegistryError: CategorizedError, Equatable {
             return "version \(versionId) of app \(appId) is already published: publish under another version id"
         case .io(let path, let reason, let diskFull):
             return "cannot write \(path): \(reason)\(diskFull ? "; free some disk space and retry" : "; check the registry folder's permissions")"
+        case .cannotListen(let host, let port, let reason):
+            return "the server cannot listen on \(host):\(port) (\(reason)): choose another port, or 0 for a free one"
         }
     }
 }
