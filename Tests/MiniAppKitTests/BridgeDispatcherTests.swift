@@ -173,15 +173,20 @@ import Testing
         #expect(await iterator.next() == BridgeEvent(name: "online_status", message: "online"))
     }
 
-    static let badMessages: [(String, String)] = [
-        ("not json", "malformed"), ("[1]", "malformed"), ("{\"id\": 1, \"action\": \"getUniqueId\"}", "malformed"),
-        ("{\"id\": \"1\", \"action\": \"get-Unique\"}", "malformed"), ("{\"id\": \"\", \"action\": \"getUniqueId\"}", "malformed"),
-        ("{\"id\": \"1\", \"action\": \"getUniqueId\", \"param\": " + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}", "malformed"),
-        ("{\"id\": \"1\", \"action\": \"setSecureStorageItems\", \"param\": \"" + String(repeating: "x", count: 3_000_000) + "\"}", "tooLarge"),
+    /// Bad messages by name (the arguments stay short: a test's arguments are printed with its name).
+    static let badMessages: [String: (message: String, kind: String)] = [
+        "not JSON": ("not json", "malformed"),
+        "an array": ("[1]", "malformed"),
+        "a number as id": ("{\"id\": 1, \"action\": \"getUniqueId\"}", "malformed"),
+        "an action with a dash": ("{\"id\": \"1\", \"action\": \"get-Unique\"}", "malformed"),
+        "an empty id": ("{\"id\": \"\", \"action\": \"getUniqueId\"}", "malformed"),
+        "40 levels deep": ("{\"id\": \"1\", \"action\": \"getUniqueId\", \"param\": " + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}", "malformed"),
+        "3 MB": ("{\"id\": \"1\", \"action\": \"setSecureStorageItems\", \"param\": \"" + String(repeating: "x", count: 3_000_000) + "\"}", "tooLarge"),
     ]
 
-    @Test(arguments: badMessages)
-    func badMessagesAreRefusedWithAnError(message: String, kind: String) {
+    @Test(arguments: badMessages.keys.sorted())
+    func badMessagesAreRefusedWithAnError(name: String) throws {
+        let (message, kind) = try #require(Self.badMessages[name])
         #expect(throws: BridgeMessageError.self) { try BridgeMessage(decoding: Array(message.utf8)) }
         do {
             _ = try BridgeMessage(decoding: Array(message.utf8))
