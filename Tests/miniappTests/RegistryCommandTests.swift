@@ -19,7 +19,8 @@ func startServe(_ registry: String, _ extra: [String] = [], environment: [String
     process.standardOutput = try FileHandle(forWritingTo: out)
     process.standardError = try FileHandle(forWritingTo: err)
     try process.run()
-    let deadline = ContinuousClock.now + .seconds(20)
+    // A bound for a start that never comes, generous: the suite runs hundreds of tests at once on 2 cores.
+    let deadline = ContinuousClock.now + .seconds(90)
     while ContinuousClock.now < deadline {
         let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
         if let line = text.split(separator: "\n").first, line.hasPrefix("listening on "), let url = URL(string: String(line.dropFirst(13))) {
