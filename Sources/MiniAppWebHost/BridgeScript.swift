@@ -7,11 +7,7 @@ import MiniAppBridge
 enum BridgeScript {
     /// The script, reporting `platform`.
     static func source(platform: String) -> String {
-        "(function(){var PLATFORM=" + jsonString(platform) + ";\n" + body + "})();\n"
-    }
-
-    private static func jsonString(_ text: String) -> String {
-        JSONText.encode(.string(text))
+        "(function(){var PLATFORM=" + JSONText.encode(.string(platform)) + ";\n" + body + "})();\n"
     }
 
     private static let body = #"""
