@@ -307,8 +307,12 @@ import Testing
             #expect(first["versionId"] as? String == "ver-1")
             let before = CacheTree(cache)
             app.published.withLockedValue { $0 = true }
+            // It waits on the stalled ranges until it is killed, however late this test gets to run
+            // again (the whole suite shares two cores): no read timeout ends it first.
+            try writeTestFile(work + "/patient.json", Array(#"{"timeouts": {"readSeconds": 3600}}"#.utf8))
             let process = try CommandRunner.start(["download", "app-hello"], environment: [
                 "MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": cache, "HOME": cache,
+                "MINIAPP_CONFIG": work + "/patient.json",
             ])
             let deadline = ContinuousClock.now + .seconds(20)
             while !stalled.withLockedValue({ $0 }), ContinuousClock.now < deadline {
