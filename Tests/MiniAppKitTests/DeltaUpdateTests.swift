@@ -337,7 +337,10 @@ extension DeltaUpdateTests {
         #expect(host.bytesSent <= perfect + perfect / 10 + 32 << 10, "sent \(host.bytesSent), a perfect delta \(perfect), the zip \(zips.1.count)")
         #expect(record.transfer?.fetchedBytes == Int64(host.bytesSent))
         #expect((record.transfer?.reusedBytes ?? 0) + (record.transfer?.fetchedBytes ?? 0) >= Int64(zips.1.count))
-        #expect(host.zipRequests == 2, "the end, then the headers in one multipart request: \(host.rangeHeaders.count)")
+        // Local headers that say what the central directory says are rebuilt from it: the zip's end is
+        // the only request. zip64 local headers have an extra field the directory does not repeat.
+        #expect(host.zipRequests == (producer == .zip64 ? 2 : 1), "the end, then the headers in one multipart request: \(host.rangeHeaders.count)")
+        #expect(log.messages.contains { $0.message == "delta plan" && $0.metadata["predicted"] == "\(producer != .zip64)" })
         let view = try #require(found)
         #expect(view.check(record, thorough: true).intact)
         // Entries whose local headers say the same but their time and extra field (zip64 sizes there,
@@ -388,6 +391,30 @@ extension DeltaUpdateTests {
         #expect((record.transfer?.fetchedBytes ?? 0) > Int64(zips.1.count))
     }
 
+    @Test(arguments: [false, true])
+    func localHeadersThatSayOtherThanTheCentralDirectoryInTheSameLengthsAreFetched(keptSaysSo: Bool) async throws {
+        // Every local header's extra field holds another time than the directory's, in as many bytes.
+        // When the kept zip's headers do so too, none is predicted; when they did not (the producer
+        // changed), the headers rebuilt from the directory are wrong, the signature says so, and a delta
+        // that fetches them follows: one more delta, not a full download.
+        let files = Self.files(version: 1)
+        let zips = (
+            try await PythonZip.make(files, .init(year: 2020, localTimes: keptSaysSo)), try await PythonZip.make(files, .init(year: 2021, localTimes: true))
+        )
+        let perfect = try await offPool { try perfectDeltaBytes(old: zips.0, new: zips.1) }
+        let log = LogRecorder()
+        let (record, host, _) = try await update(mode: .multipart, v2: files, zips: zips, logger: log.logger)
+        let retried = log.messages.contains { $0.message == "assembled zip with predicted local headers does not verify; fetching them" }
+        #expect(retried == !keptSaysSo)
+        #expect(!log.messages.contains { $0.message == "assembled zip does not verify; downloading it whole" })
+        #expect(record.transfer?.method == .delta)
+        #expect(record.signature == .verified)
+        #expect(record.transfer?.fetchedBytes == Int64(host.bytesSent))
+        #expect(host.zipRequests == (keptSaysSo ? 2 : 3), "the end and the headers, after the end alone: \(host.rangeHeaders.count)")
+        let budget = perfect + perfect / 10 + 32 << 10
+        #expect(host.bytesSent <= (keptSaysSo ? budget : 2 * budget), "sent \(host.bytesSent), a perfect delta \(perfect), the zip \(zips.1.count)")
+    }
+
     @Test func aZipFromAnotherProducerReusesTheCompressedDataTheKeptZipHolds() async throws {
         // Version 1 from the library's own writer, version 2 from Python's zipfile, the same files.
         let files = Self.files(version: 1)
@@ -429,5 +456,25 @@ final class LogRecorder: Sendable {
             let entry = Entry(level: event.level, message: "\(event.message)", metadata: metadata.merging(event.metadata ?? [:]) { _, new in new })
             recorder.entries.withLockedValue { $0.append(entry) }
         }
+    }
+}
+
+/// What the kept zip's local headers teach about its producer: whether the next zip's local headers can
+/// be rebuilt from its central directory, and which values it writes before a data descriptor.
+extension DeltaUpdateTests {
+    @Test func theLocalHeaderStyleIsLearntFromTheKeptZip() async throws {
+        let files = Self.files(version: 1)
+        let folder = try TemporaryDirectory.make().path
+        func style(_ zip: [UInt8]) throws -> ZipLayout.LocalHeaderStyle? {
+            try writeTestFile(folder + "/kept.zip", zip)
+            return try ZipLayout.read(folder + "/kept.zip", maxEntries: 1000).localHeaderStyle
+        }
+        // libarchive (the library's writer, streamed): the uncompressed size, no CRC-32 or compressed size.
+        #expect(try style(try BundleFactory.zip(files)) == .init(uncompressedSize: true))
+        // Python's zipfile: every value when it can seek back, zeros when streamed.
+        #expect(try style(try await PythonZip.make(files, .init())) == .init())
+        #expect(try style(try await PythonZip.make(files, .init(streamed: true))) == .init())
+        // Local extra fields of the predicted length that say something else: nothing is predicted.
+        #expect(try style(try await PythonZip.make(files, .init(localTimes: true))) == nil)
     }
 }

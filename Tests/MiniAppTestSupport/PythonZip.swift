@@ -19,14 +19,21 @@ public enum PythonZip {
         /// Entries of `stored` whose stored block's first byte has its padding bits set (`0xF9`): the same
         /// content, CRC-32 and sizes, other compressed bytes.
         public var padded: Set<String> = []
+        /// Every entry has an extended-timestamp extra field whose local copy says another time (the
+        /// build's) than the central directory's (the source's): the same lengths, other bytes.
+        public var localTimes = false
 
-        public init(year: Int = 2024, streamed: Bool = false, zip64: Bool = false, level: Int = 6, stored: Set<String> = [], padded: Set<String> = []) {
+        public init(
+            year: Int = 2024, streamed: Bool = false, zip64: Bool = false, level: Int = 6, stored: Set<String> = [], padded: Set<String> = [],
+            localTimes: Bool = false
+        ) {
             self.year = year
             self.streamed = streamed
             self.zip64 = zip64
             self.level = level
             self.stored = stored
             self.padded = padded
+            self.localTimes = localTimes
         }
     }
 
@@ -44,6 +51,8 @@ with open(sys.argv[2], 'wb') as raw:
             info.create_system = 3
             info.external_attr = 0o100644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
+            if spec['localTimes']:
+                info.extra = struct.pack('<HHBI', 0x5455, 5, 1, 1500000000)
             level = 0 if name in spec['stored'] else spec['level']
             try:
                 info.compress_level = level
@@ -59,6 +68,11 @@ with zipfile.ZipFile(sys.argv[2]) as z:
         start = offset + 30 + names + extras
         assert data[start] == 0x01, name
         data[start] = 0xF9
+    for info in z.infolist() if spec['localTimes'] else []:
+        names, extras = struct.unpack('<HH', data[info.header_offset + 26:info.header_offset + 30])
+        field = info.header_offset + 30 + names
+        assert extras == 9 and data[field:field + 2] == b'UT', info.filename
+        data[field + 5:field + 9] = struct.pack('<I', 1600000000 + spec['year'])
 open(sys.argv[2], 'wb').write(data)
 """#
 
@@ -70,6 +84,7 @@ open(sys.argv[2], 'wb').write(data)
         let document: [String: Any] = [
             "entries": files.keys.sorted().map { [$0, files[$0]!] }, "year": options.year, "streamed": options.streamed,
             "zip64": options.zip64, "level": options.level, "stored": Array(options.stored), "padded": Array(options.padded),
+            "localTimes": options.localTimes,
         ]
         let json = try JSONSerialization.data(withJSONObject: document)
         try await offPool { try writeTestFile(spec, [UInt8](json)) }

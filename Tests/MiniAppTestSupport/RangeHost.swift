@@ -14,7 +14,7 @@ public enum RangeMode: Sendable {
     case none
     /// As `multipart`, but the ETag changes after the first request (a zip replaced mid-update).
     case changingETag
-    /// As `multipart`, but one byte of the first range that is not the zip's end is flipped.
+    /// As `multipart`, but one byte of the first range of every answer that does not end at the zip's end is flipped.
     case tampered
     /// As `multipart`, but later answers claim a zip one byte longer.
     case lyingSize
@@ -29,7 +29,6 @@ public final class RangeHost: Sendable {
         var zipRequests = 0
         var bytes = 0
         var ranges: [String] = []
-        var tamperedOnce = false
         var probes = 0
         var answersProbes = true
     }
@@ -64,7 +63,6 @@ public final class RangeHost: Sendable {
             $0.requests = 0
             $0.bytes = 0
             $0.ranges = []
-            $0.tamperedOnce = false
             $0.probes = 0
         }
     }
@@ -102,11 +100,7 @@ public final class RangeHost: Sendable {
         let total = mode == .lyingSize && count > 1 ? blob.count + 1 : blob.count
         var data = blob
         if mode == .tampered, counted, ranges.first!.upperBound < blob.count {
-            let flip = state.withLockedValue { state -> Bool in
-                defer { state.tamperedOnce = true }
-                return !state.tamperedOnce
-            }
-            if flip { data[ranges.first!.lowerBound] ^= 0xFF }
+            data[ranges.first!.lowerBound] ^= 0xFF
         }
         if ranges.count == 1 || mode == .firstRangeOnly {
             let range = ranges[0]

@@ -38,6 +38,12 @@ package struct ZipDirectory: Sendable {
         package var externalAttributes: UInt32 = 0
         /// Whether the name ends with a separator (libarchive's name, as ``archiveName`` before it drops it).
         package var namedAsFolder = false
+        /// The central directory's "version needed to extract", and its extra field: with the rest, what
+        /// the local header most producers write holds (``ZipLayout/Span/predictedLocalBytes(style:)``).
+        package var versionNeeded: UInt16 = 0
+        package var centralExtra: [UInt8] = []
+        /// Whether the central directory gives the entry zip64 values (its local header then has its own).
+        package var zip64 = false
 
         package var isEncrypted: Bool { flags & 1 != 0 || localFlags & 1 != 0 || method == 99 }
 
@@ -154,7 +160,8 @@ package struct ZipDirectory: Sendable {
                     compressedSize: entry.compressedSize, uncompressedSize: entry.uncompressedSize,
                     modified: entry.modified, length: next - entry.localHeaderOffset
                 ),
-                offset: entry.localHeaderOffset
+                offset: entry.localHeaderOffset,
+                local: entry.zip64 ? nil : ZipLayout.Span.CentralFields(versionNeeded: entry.versionNeeded, extra: entry.centralExtra)
             ))
         }
         return ZipLayout(spans: spans, directoryStart: end.directoryStart, size: source.size)
@@ -167,7 +174,7 @@ package struct ZipDirectory: Sendable {
         }
         reader.skip(1)  // version made by: the specification's version
         let system = reader.uint8()
-        reader.skip(2)  // version needed
+        let versionNeeded = reader.uint16()
         let flags = reader.uint16()
         let method = reader.uint16()
         let modified = reader.uint32()  // time, date
@@ -189,6 +196,7 @@ package struct ZipDirectory: Sendable {
         reader.skip(commentLength)
 
         var unicodePath: String?
+        var zip64 = compressedSize == 0xFFFF_FFFF || uncompressedSize == 0xFFFF_FFFF || offset == 0xFFFF_FFFF
         var fields = ByteReader(extra, at: 0)
         while fields.remaining >= 4 {
             let tag = fields.uint16()
@@ -197,6 +205,7 @@ package struct ZipDirectory: Sendable {
             var field = ByteReader(fields.bytes(size), at: 0)
             switch tag {
             case 0x0001:  // zip64: the 64-bit values of the fields that hold 0xFFFFFFFF, in this order
+                zip64 = true
                 if uncompressedSize == 0xFFFF_FFFF, field.remaining >= 8 { uncompressedSize = field.uint64() }
                 if compressedSize == 0xFFFF_FFFF, field.remaining >= 8 { compressedSize = field.uint64() }
                 if offset == 0xFFFF_FFFF, field.remaining >= 8 { offset = field.uint64() }
@@ -230,7 +239,8 @@ package struct ZipDirectory: Sendable {
             flags: flags, method: method, compressedSize: compressedSize, uncompressedSize: uncompressedSize,
             localHeaderOffset: start, dataEnd: 0, crc32: crc32, modified: modified,
             system: system, externalAttributes: externalAttributes,
-            namedAsFolder: reported.last == UInt8(ascii: "/") || reported.last == UInt8(ascii: "\\")
+            namedAsFolder: reported.last == UInt8(ascii: "/") || reported.last == UInt8(ascii: "\\"),
+            versionNeeded: versionNeeded, centralExtra: extra, zip64: zip64
         )
     }
 

@@ -33,12 +33,79 @@ package struct ZipLayout: Sendable, Equatable {
         package var offset: UInt64
         /// Where its compressed data starts, once its local header was read (``ZipLayout/read(_:maxEntries:)``).
         package var dataOffset: UInt64?
+        /// What the central directory says beside the key that a local header repeats; `nil` for an
+        /// entry with zip64 values (its local header holds its own, in another form).
+        package var local: CentralFields?
         package var end: UInt64 { offset + key.length }
 
-        package init(key: Key, offset: UInt64, dataOffset: UInt64? = nil) {
+        /// The central directory's fields that a local header repeats, beside those of ``Key``.
+        package struct CentralFields: Sendable, Equatable {
+            package var versionNeeded: UInt16
+            package var extra: [UInt8]
+
+            package init(versionNeeded: UInt16, extra: [UInt8]) {
+                self.versionNeeded = versionNeeded
+                self.extra = extra
+            }
+        }
+
+        package init(key: Key, offset: UInt64, dataOffset: UInt64? = nil, local: CentralFields? = nil) {
             self.key = key
             self.offset = offset
             self.dataOffset = dataOffset
+            self.local = local
+        }
+
+        /// The local header and data descriptor this entry has when its producer wrote in them what the
+        /// central directory says (as Python's `zipfile`, Go, .NET, Java, 7-Zip and libarchive do): the
+        /// same version needed, flags, method, time, name and extra field; CRC-32 and sizes (when a data
+        /// descriptor follows the data, flag bit 3, those `style` says, else zeros; the descriptor holds
+        /// them, with its signature or not, with 32- or 64-bit sizes, as the span's length says). `nil`
+        /// when the span's length says the local header is not that one (an extra field of another
+        /// length, as Info-ZIP and macOS write), or the entry has zip64 values. A wrong guess of the same
+        /// length is possible: only the signature over the assembled zip proves it right.
+        package func predictedLocalBytes(style: LocalHeaderStyle) -> (header: [UInt8], descriptor: [UInt8])? {
+            guard let local, key.rawName.count <= 0xFFFF, local.extra.count <= 0xFFFF,
+                  key.compressedSize <= 0xFFFF_FFFE, key.uncompressedSize <= 0xFFFF_FFFE else { return nil }
+            let headerLength = 30 + UInt64(key.rawName.count) + UInt64(local.extra.count)
+            guard key.length >= headerLength, key.length - headerLength >= key.compressedSize else { return nil }
+            let descriptorLength = key.length - headerLength - key.compressedSize
+            let streamed = key.flags & 0x8 != 0
+            guard streamed ? [12, 16, 20, 24].contains(descriptorLength) : descriptorLength == 0 else { return nil }
+            var header: [UInt8] = []
+            header.reserveCapacity(Int(headerLength))
+            func append16(_ value: UInt16, to bytes: inout [UInt8]) { bytes += [UInt8(value & 0xFF), UInt8(value >> 8)] }
+            func append32(_ value: UInt32, to bytes: inout [UInt8]) {
+                append16(UInt16(value & 0xFFFF), to: &bytes)
+                append16(UInt16(value >> 16), to: &bytes)
+            }
+            append32(0x0403_4B50, to: &header)
+            append16(local.versionNeeded, to: &header)
+            append16(key.flags, to: &header)
+            append16(key.method, to: &header)
+            append32(key.modified, to: &header)
+            append32(!streamed || style.crc32 ? key.crc32 : 0, to: &header)
+            append32(!streamed || style.compressedSize ? UInt32(key.compressedSize) : 0, to: &header)
+            append32(!streamed || style.uncompressedSize ? UInt32(key.uncompressedSize) : 0, to: &header)
+            append16(UInt16(key.rawName.count), to: &header)
+            append16(UInt16(local.extra.count), to: &header)
+            header += key.rawName
+            header += local.extra
+            var descriptor: [UInt8] = []
+            if streamed {
+                if descriptorLength == 16 || descriptorLength == 24 { append32(0x0807_4B50, to: &descriptor) }
+                append32(key.crc32, to: &descriptor)
+                if descriptorLength >= 20 {
+                    for value in [key.compressedSize, key.uncompressedSize] {
+                        append32(UInt32(value & 0xFFFF_FFFF), to: &descriptor)
+                        append32(UInt32(value >> 32), to: &descriptor)
+                    }
+                } else {
+                    append32(UInt32(key.compressedSize), to: &descriptor)
+                    append32(UInt32(key.uncompressedSize), to: &descriptor)
+                }
+            }
+            return (header, descriptor)
         }
 
         package var dataKey: DataKey {
@@ -68,10 +135,28 @@ package struct ZipLayout: Sendable, Equatable {
         }
     }
 
-    package init(spans: [Span], directoryStart: UInt64, size: UInt64) {
+    /// What a producer writes in the local header of an entry that a data descriptor follows (flag bit
+    /// 3), where the specification allows zeros: which of the CRC-32 and the sizes it writes there.
+    package struct LocalHeaderStyle: Sendable, Equatable {
+        package var crc32 = false
+        package var compressedSize = false
+        package var uncompressedSize = false
+
+        package init(crc32: Bool = false, compressedSize: Bool = false, uncompressedSize: Bool = false) {
+            self.crc32 = crc32
+            self.compressedSize = compressedSize
+            self.uncompressedSize = uncompressedSize
+        }
+
+        /// Every value written.
+        static let full = LocalHeaderStyle(crc32: true, compressedSize: true, uncompressedSize: true)
+    }
+
+    package init(spans: [Span], directoryStart: UInt64, size: UInt64, localHeaderStyle: LocalHeaderStyle? = nil) {
         self.spans = spans
         self.directoryStart = directoryStart
         self.size = size
+        self.localHeaderStyle = localHeaderStyle
     }
 
     /// The entries in the order of their offsets.
@@ -80,6 +165,11 @@ package struct ZipLayout: Sendable, Equatable {
     package var directoryStart: UInt64
     /// The zip's size in bytes.
     package var size: UInt64
+    /// How the producer of a zip read with ``read(_:maxEntries:)`` writes local headers, when every local
+    /// header of the length the central directory predicts says what it predicts (in that style): then
+    /// the next zip of the same producer likely does too (``DeltaPlan/make(new:old:end:mergeGap:predict:)``).
+    /// `nil` when some does not (a producer that writes other times or fields there).
+    package var localHeaderStyle: LocalHeaderStyle?
 
     /// Where the first entry with each key starts, among the entries before the central directory.
     package var firstOffsets: [Key: UInt64] {
@@ -107,16 +197,49 @@ package struct ZipLayout: Sendable, Equatable {
     }
 
     /// The layout of the zip file at `path`, with where each entry's compressed data starts (from its
-    /// local header; left unknown for an entry whose header does not fit its span).
+    /// local header; left unknown for an entry whose header does not fit its span) and the style of its
+    /// local headers (``localHeaderStyle``).
     package static func read(_ path: String, maxEntries: Int) throws(ArchiveError) -> ZipLayout {
         let file = try ZipFileReader(path)
         var layout = try ZipDirectory.layout(of: file, maxEntries: maxEntries)
+        // What the local headers of entries with a data descriptor say in each field, once learnt.
+        var says: [Bool?] = [nil, nil, nil]
+        var agrees = true
         for index in layout.spans.indices {
             let span = layout.spans[index]
-            guard span.key.compressedSize > 0, span.end <= layout.directoryStart, span.key.length >= 30,
-                  let header = try? file.bytes(at: span.offset, count: 30) else { continue }
-            guard let length = localHeaderLength(header), length <= span.key.length, span.key.length - length >= span.key.compressedSize else { continue }
-            layout.spans[index].dataOffset = span.offset + length
+            guard span.end <= layout.directoryStart, span.key.length >= 30 else { continue }
+            // The whole local header when its length is the predicted one (one read either way).
+            let predicted = agrees ? span.predictedLocalBytes(style: .full) : nil
+            guard let header = try? file.bytes(at: span.offset, count: UInt64(predicted?.header.count ?? 30)) else { continue }
+            if span.key.compressedSize > 0, let length = localHeaderLength(header), length <= span.key.length,
+               span.key.length - length >= span.key.compressedSize {
+                layout.spans[index].dataOffset = span.offset + length
+            }
+            guard let expected = predicted?.header, localHeaderLength(header) == UInt64(expected.count) else { continue }
+            guard span.key.flags & 0x8 != 0 else {
+                if header != expected { agrees = false }
+                continue
+            }
+            guard header[0..<14] == expected[0..<14], header[26...] == expected[26...] else {
+                agrees = false
+                continue
+            }
+            for (field, at) in [14, 18, 22].enumerated() {
+                func value(_ bytes: [UInt8]) -> UInt32 {
+                    UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24
+                }
+                let (written, real) = (value(header), value(expected))
+                guard real != 0 else { continue }
+                guard written == real || written == 0 else {
+                    agrees = false
+                    break
+                }
+                if let known = says[field], known != (written == real) { agrees = false }
+                says[field] = written == real
+            }
+        }
+        if agrees {
+            layout.localHeaderStyle = LocalHeaderStyle(crc32: says[0] ?? false, compressedSize: says[1] ?? false, uncompressedSize: says[2] ?? false)
         }
         return layout
     }
@@ -162,13 +285,19 @@ package struct DeltaPlan: Sendable, Equatable {
         /// new entry's local header starts. `source` is then where the data starts in the kept zip, and the
         /// piece's bytes are found relative to where the new local header ends (read as it arrives).
         package var header: UInt64?
+        /// The piece's bytes when they are neither copied nor fetched but predicted: local headers and data
+        /// descriptors rebuilt from the central directory (``ZipLayout/Span/predictedLocalBytes(style:)``).
+        package var bytes: [UInt8]?
         package var end: UInt64 { offset + length }
+        /// Whether the piece is fetched.
+        package var isFetched: Bool { source == nil && bytes == nil }
 
-        package init(offset: UInt64, length: UInt64, source: UInt64?, header: UInt64? = nil) {
+        package init(offset: UInt64, length: UInt64, source: UInt64?, header: UInt64? = nil, bytes: [UInt8]? = nil) {
             self.offset = offset
             self.length = length
             self.source = source
             self.header = header
+            self.bytes = bytes
         }
     }
 
@@ -179,11 +308,14 @@ package struct DeltaPlan: Sendable, Equatable {
         self.pieces = pieces
     }
 
-    /// The bytes to copy from the kept zip.
-    package var reusedBytes: UInt64 { pieces.reduce(0) { $0 + ($1.source == nil ? 0 : $1.length) } }
+    /// The bytes that do not travel: copied from the kept zip, or predicted.
+    package var reusedBytes: UInt64 { pieces.reduce(0) { $0 + ($1.isFetched ? 0 : $1.length) } }
+
+    /// Whether some bytes are predicted: the signature then also checks the guesses.
+    package var predicts: Bool { pieces.contains { $0.bytes != nil } }
 
     /// The byte ranges to fetch, in order.
-    package var fetchRanges: [Range<UInt64>] { pieces.filter { $0.source == nil }.map { $0.offset..<$0.end } }
+    package var fetchRanges: [Range<UInt64>] { pieces.filter(\.isFetched).map { $0.offset..<$0.end } }
 
     /// The entries of `new` whose bytes this plan copies whole from the kept zip, by the offset of their
     /// local header in the new zip: where the same bytes start in the kept zip. Once the assembled zip
@@ -202,23 +334,29 @@ package struct DeltaPlan: Sendable, Equatable {
 
     /// Plans bytes `0..<end` of the zip laid out as `new` from the kept zip laid out as `old`: an entry
     /// whose key matches an entry of the kept zip is copied whole (the cheapest way); an entry whose data
-    /// key matches one whose data the kept zip holds (``ZipLayout/dataSources``) has its local header and
-    /// data descriptor fetched and its compressed data copied; the rest (data before the first entry,
-    /// changed entries, the central directory up to `end`) is fetched. Fetches separated by a copy of at
-    /// most `mergeGap` bytes become one fetch: a request, or a part of a multipart answer, costs more
-    /// than a few bytes.
-    package static func make(new: ZipLayout, old: ZipLayout, end: UInt64, mergeGap: UInt64 = 256) -> DeltaPlan {
+    /// key matches one whose data the kept zip holds (``ZipLayout/dataSources``) has its compressed data
+    /// copied, and its local header and data descriptor predicted from the central directory when
+    /// `predict` is set, the kept zip's own local headers say what its central directory does
+    /// (``ZipLayout/localHeaderStyle``) and the span's length allows it
+    /// (``ZipLayout/Span/predictedLocalBytes(style:)``), else
+    /// fetched; the rest (data before the first entry, changed entries, the central directory up to
+    /// `end`) is fetched. Fetches separated by a copy of at most `mergeGap` bytes become one fetch: a
+    /// request, or a part of a multipart answer, costs more than a few bytes.
+    package static func make(new: ZipLayout, old: ZipLayout, end: UInt64, mergeGap: UInt64 = 256, predict: Bool = false) -> DeltaPlan {
         let kept = old.firstOffsets
         let data = old.dataSources
         var pieces: [Piece] = []
-        func add(_ offset: UInt64, _ length: UInt64, _ source: UInt64?, header: UInt64? = nil) {
+        func add(_ offset: UInt64, _ length: UInt64, _ source: UInt64?, header: UInt64? = nil, bytes: [UInt8]? = nil) {
             guard length > 0 else { return }
-            if let last = pieces.last, last.source == nil, source == nil {
+            if let last = pieces.last, last.isFetched, source == nil, bytes == nil {
+                pieces[pieces.count - 1].length += length
+            } else if let last = pieces.last, let known = last.bytes, let bytes {
+                pieces[pieces.count - 1].bytes = known + bytes
                 pieces[pieces.count - 1].length += length
             } else if let last = pieces.last, let lastSource = last.source, let source, last.header == nil, header == nil, lastSource + last.length == source {
                 pieces[pieces.count - 1].length += length
             } else {
-                pieces.append(Piece(offset: offset, length: length, source: source, header: header))
+                pieces.append(Piece(offset: offset, length: length, source: source, header: header, bytes: bytes))
             }
         }
         var cursor: UInt64 = 0
@@ -227,6 +365,17 @@ package struct DeltaPlan: Sendable, Equatable {
             let length = min(span.end, end) - span.offset
             if let source = kept[span.key], span.end <= end {
                 add(span.offset, length, source)
+            } else if predict, let style = old.localHeaderStyle, let guess = span.predictedLocalBytes(style: style), span.offset + UInt64(guess.header.count) <= end,
+                      span.key.compressedSize == 0 || data[span.dataKey] != nil {
+                // Up to `end`: an entry the zip's end cuts comes partly with it.
+                let body = span.offset + UInt64(guess.header.count)
+                let bodyEnd = min(body + span.key.compressedSize, end)
+                let spanEnd = span.offset + length
+                add(span.offset, UInt64(guess.header.count), nil, bytes: guess.header)
+                if let source = data[span.dataKey], bodyEnd > body {
+                    add(body, bodyEnd - body, source.data, header: span.offset)
+                }
+                add(bodyEnd, spanEnd - bodyEnd, nil, bytes: Array(guess.descriptor.prefix(Int(spanEnd - bodyEnd))))
             } else if let source = data[span.dataKey], let window = span.dataWindow, span.offset + window.header < end {
                 // The data up to `end` (an entry the zip's end cuts comes partly with it).
                 let body = span.offset + window.header
@@ -243,8 +392,8 @@ package struct DeltaPlan: Sendable, Equatable {
         // Small copies between two fetches are fetched with them.
         var merged: [Piece] = []
         for piece in pieces {
-            if piece.source == nil, merged.count >= 2, merged[merged.count - 1].source != nil,
-               merged[merged.count - 1].length <= mergeGap, merged[merged.count - 2].source == nil {
+            if piece.isFetched, merged.count >= 2, merged[merged.count - 1].source != nil,
+               merged[merged.count - 1].length <= mergeGap, merged[merged.count - 2].isFetched {
                 let gap = merged.removeLast()
                 merged[merged.count - 1].length += gap.length + piece.length
             } else {

@@ -464,18 +464,26 @@ public final class BundleInstaller: Sendable {
                 }
                 var copiedEntries: [UInt64: UInt64] = [:]
                 var restarted = false
+                var predict = true
                 attempts: while true {
                     let keyId = manifest.publicKeyId
                     async let key = verifier.prefetch(keyId: keyId)
-                    let delta = try await downloader.deltaDownload(manifest.urls[0], to: zip, base: base.path, maxEntries: configuration.extraction.maxEntries, progress: progress)
+                    let delta = try await downloader.deltaDownload(manifest.urls[0], to: zip, base: base.path, maxEntries: configuration.extraction.maxEntries, predict: predict, progress: progress)
                     let prefetched = await key
                     switch delta {
-                    case .assembled(let file, let fetchedBytes, let reusedBytes, let copied):
+                    case .assembled(let file, let fetchedBytes, let reusedBytes, let copied, let predicted):
                         fetched += fetchedBytes
                         let outcome = await verifier.check(signature: manifest.signature, keyId: manifest.publicKeyId, prefetched: prefetched, versionId: versionId, sha256: file.sha256)
                         if outcome.status == .verified {
                             assembled = (file, outcome, Transfer(method: reusedBytes > 0 ? .delta : .full, fetchedBytes: fetched, reusedBytes: reusedBytes))
                             copiedEntries = copied
+                        } else if predicted {
+                            // Local headers rebuilt from the central directory may be what is wrong (a
+                            // producer that writes other extra fields of the same length there): once
+                            // more, fetching them.
+                            logger.info("assembled zip with predicted local headers does not verify; fetching them", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
+                            predict = false
+                            continue attempts
                         } else {
                             // Wrong bytes somewhere (a range, or the kept zip): the whole zip decides.
                             logger.info("assembled zip does not verify; downloading it whole", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])

@@ -11,7 +11,9 @@ enum DeltaOutcome: Sendable {
     /// The zip was assembled from the kept zip and the ranges fetched; its digest is still to be checked
     /// against the signature. `copied` maps the local-header offset of each entry whose bytes are the
     /// kept zip's (copied from it, or fetched with the zip's end and found equal) to where they start there.
-    case assembled(DownloadedFile, fetchedBytes: Int64, reusedBytes: Int64, copied: [UInt64: UInt64])
+    /// `predicted` says whether local headers were rebuilt from the central directory rather than fetched:
+    /// a signature that fails may then be a wrong guess, and a delta that fetches them can still do.
+    case assembled(DownloadedFile, fetchedBytes: Int64, reusedBytes: Int64, copied: [UInt64: UInt64], predicted: Bool)
     /// The server sent the whole zip (it ignored the ranges); that answer was kept as a full download.
     case full(DownloadedFile, fetchedBytes: Int64)
     /// The zip changed on the server between two requests (another ETag or size): the caller starts over
@@ -113,12 +115,15 @@ extension BundleDownloader {
     /// Downloads the zip at `url` into a new file at `path`, copying from the kept zip at `base` every
     /// entry whose bytes it already holds and fetching the rest with ranged requests. The new file is
     /// written in order and hashed as it is written; the caller checks its digest against the signature.
+    /// With `predict`, the local headers and data descriptors of entries whose compressed data is copied
+    /// are rebuilt from the central directory where their lengths allow (most producers write there
+    /// what the directory says), instead of fetched: a rebuild then fetches little more than the zip's end.
     func deltaDownload(
-        _ url: URL, to path: String, base: String, maxEntries: Int, progress: (@Sendable (DownloadProgress) -> Void)?
+        _ url: URL, to path: String, base: String, maxEntries: Int, predict: Bool = true, progress: (@Sendable (DownloadProgress) -> Void)?
     ) async throws -> DeltaOutcome {
         let run = DeltaRun(downloader: self, url: url.absoluteString, maxEntries: maxEntries, progress: progress)
         do {
-            return try await run.perform(path: path, base: base)
+            return try await run.perform(path: path, base: base, predict: predict)
         } catch let stop as DeltaRun.Stop {
             await run.closeSink()
             switch stop {
@@ -198,7 +203,7 @@ private final class DeltaRun: @unchecked Sendable {
         sink = nil
     }
 
-    func perform(path: String, base: String) async throws -> DeltaOutcome {
+    func perform(path: String, base: String, predict: Bool) async throws -> DeltaOutcome {
         let pool = downloader.pool
         let maxEntries = self.maxEntries
         guard let (old, descriptor) = try? await pool.run({ (try ZipLayout.read(base, maxEntries: maxEntries), open(base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) }) else {
@@ -248,7 +253,7 @@ private final class DeltaRun: @unchecked Sendable {
             }
         }
         tailStart = size - UInt64(tail.count)
-        plan = DeltaPlan.make(new: new, old: old, end: tailStart)
+        plan = DeltaPlan.make(new: new, old: old, end: tailStart, predict: predict)
         let newSpans = Dictionary(new.spans.map { ($0.offset, $0) }, uniquingKeysWith: { first, _ in first })
         let oldSpans = Dictionary(old.spans.map { ($0.offset, $0) }, uniquingKeysWith: { first, _ in first })
         let sources = old.dataSources
@@ -261,7 +266,7 @@ private final class DeltaRun: @unchecked Sendable {
         let ranges = plan.fetchRanges
         downloader.logger.debug("delta plan", metadata: [
             "url": "\(url)", "reused": "\(plan.reusedBytes)", "ranges": "\(ranges.count)",
-            "fetch": "\(ranges.reduce(0) { $0 + $1.count })", "size": "\(size)",
+            "fetch": "\(ranges.reduce(0) { $0 + $1.count })", "size": "\(size)", "predicted": "\(plan.predicts)",
         ])
         sink = try DownloadSink(path: path)
 
@@ -320,7 +325,7 @@ private final class DeltaRun: @unchecked Sendable {
         let copied = plan.copiedEntries(of: new)
             .merging(await equalInTail(new: new, old: old, tail: tail)) { first, _ in first }
             .merging(await sameData(assembled: path)) { first, _ in first }
-        return .assembled(file, fetchedBytes: fetched, reusedBytes: Int64(plan.reusedBytes), copied: copied)
+        return .assembled(file, fetchedBytes: fetched, reusedBytes: Int64(plan.reusedBytes), copied: copied, predicted: plan.predicts)
     }
 
     /// The entries that came with the zip's end (`tail`, from ``tailStart``) whose bytes equal an entry's
@@ -602,8 +607,9 @@ private final class DeltaRun: @unchecked Sendable {
     /// written yet. Bytes of the zip's end, which the first request fetched, are left to it.
     private func write(_ bytes: [UInt8], at offset: UInt64) async throws {
         guard offset < tailStart, !bytes.isEmpty else { return }
-        if watchIndex < watched.count { watch(bytes, at: offset) }
+        // Copies and predicted bytes before them first: those see the headers they hold go by.
         if offset > cursor { try await advance(to: offset) }
+        if watchIndex < watched.count { watch(bytes, at: offset) }
         let end = min(offset + UInt64(bytes.count), tailStart)
         guard end > cursor else { return }
         let from = Int(cursor - offset)
@@ -618,6 +624,13 @@ private final class DeltaRun: @unchecked Sendable {
             while pieceIndex < pieces.count, pieces[pieceIndex].end <= cursor { pieceIndex += 1 }
             guard pieceIndex < pieces.count else { throw Stop.unusable("the server left out a range") }
             let piece = pieces[pieceIndex]
+            if let bytes = piece.bytes {
+                // Predicted bytes: written as fetched ones would be.
+                let slice = Array(bytes[Int(cursor - piece.offset)..<Int(min(piece.end, target) - piece.offset)])
+                if watchIndex < watched.count { watch(slice, at: cursor) }
+                try await append(ByteBuffer(bytes: slice))
+                continue
+            }
             let from = try source(of: piece, at: cursor)
             let end = min(piece.end, target)
             let count = Int(min(end - cursor, UInt64(Self.readAheadBytes)))
