@@ -33,7 +33,8 @@ public struct Transfer: Sendable, Equatable, Codable {
     /// The bytes read from the source: response bodies for a download (all attempts), the zip's size
     /// for a local bundle.
     public var fetchedBytes: Int64
-    /// The bytes copied from the kept zip.
+    /// The bytes of the zip that did not travel: copied from the kept zip (entries whole, or their
+    /// compressed data), or local headers rebuilt from the new zip's central directory.
     public var reusedBytes: Int64
 
     public init(method: Method, fetchedBytes: Int64, reusedBytes: Int64) {
