@@ -89,6 +89,8 @@ struct CacheVerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         if let appId { try Identifier.validate(appId, as: .app) }
+        // Every file is hashed: OpenSSL's set-up overlaps with reading the settings and the records.
+        CryptoRuntime.warmUp()
         let configuration = try options.configuration(reading: [.lockTimeout, .trust, .limits])
         var entries: [Entry] = []
         for cache in options.caches(configuration) {

@@ -344,6 +344,7 @@ public final class BundleInstaller: Sendable {
         let offlineVerifier = SignatureVerifier(trusted: verifier.trusted, keyStore: verifier.keyStore, platform: nil)
         // Nothing to lock (nor folders to make) for a version that is not cached or keeps no zip.
         guard try await pool.run({ (cache.record(appId: appId, versionId: versionId)?.zipBytes ?? 0) > 0 }) else { return nil }
+        CryptoRuntime.warmUp()
         do {
             return try await repairLocked(appId: appId, versionId: versionId, cache: cache, verifier: offlineVerifier)
         } catch let reused as Reused {
@@ -419,6 +420,8 @@ public final class BundleInstaller: Sendable {
 
     private func installFromPlatform(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
         guard let platform else { throw CacheError.notCached(appId: appId, versionId: versionId) }
+        // Hashes and the signature come once the zip does: OpenSSL's set-up overlaps with the requests.
+        CryptoRuntime.warmUp()
         let cache = self.cache
         return try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
             if !force, let reused = try await pool.run({ () -> InstallOutcome? in
@@ -553,6 +556,7 @@ public final class BundleInstaller: Sendable {
         try Identifier.validate(appId, as: .app)
         try Identifier.validate(versionId, as: .version)
         if let keyId { try Identifier.validate(keyId, as: .key) }
+        CryptoRuntime.warmUp()
         // The bundle is read once, into the copy the cache keeps: its digest is what is verified.
         return try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
             let zip = scratch + "/bundle.zip"
