@@ -57,7 +57,7 @@ package struct ZipLayout: Sendable, Equatable {
         }
 
         /// The local header and data descriptor this entry has when its producer wrote in them what the
-        /// central directory says (as Python's `zipfile`, Go, .NET, Java, 7-Zip and libarchive do): the
+        /// central directory says (as Python's `zipfile`, Go, Java, Explorer and libarchive do): the
         /// same version needed, flags, method, time, name and extra field; CRC-32 and sizes (when a data
         /// descriptor follows the data, flag bit 3, those `style` says, else zeros; the descriptor holds
         /// them, with its signature or not, with 32- or 64-bit sizes, as the span's length says). `nil`
@@ -166,9 +166,11 @@ package struct ZipLayout: Sendable, Equatable {
     /// The zip's size in bytes.
     package var size: UInt64
     /// How the producer of a zip read with ``read(_:maxEntries:)`` writes local headers, when every local
-    /// header of the length the central directory predicts says what it predicts (in that style): then
-    /// the next zip of the same producer likely does too (``DeltaPlan/make(new:old:end:mergeGap:predict:)``).
-    /// `nil` when some does not (a producer that writes other times or fields there).
+    /// header (and data descriptor) whose span allows a guess from the central directory is that guess, in
+    /// that style, and at least one is: then the next zip of the same producer likely is too
+    /// (``DeltaPlan/make(new:old:end:mergeGap:predict:)``). `nil` when some is not (a producer that
+    /// writes other times or fields there, or a longer extra field before a shorter data descriptor), or
+    /// when no span allows a guess (Info-ZIP's extra fields differ in length).
     package var localHeaderStyle: LocalHeaderStyle?
 
     /// Where the first entry with each key starts, among the entries before the central directory.
@@ -205,6 +207,8 @@ package struct ZipLayout: Sendable, Equatable {
         // What the local headers of entries with a data descriptor say in each field, once learnt.
         var says: [Bool?] = [nil, nil, nil]
         var agrees = true
+        // Headers that said what was predicted: none (no span allowed a guess) teaches nothing.
+        var confirmed = 0
         for index in layout.spans.indices {
             let span = layout.spans[index]
             guard span.end <= layout.directoryStart, span.key.length >= 30 else { continue }
@@ -215,12 +219,22 @@ package struct ZipLayout: Sendable, Equatable {
                span.key.length - length >= span.key.compressedSize {
                 layout.spans[index].dataOffset = span.offset + length
             }
-            guard let expected = predicted?.header, localHeaderLength(header) == UInt64(expected.count) else { continue }
-            guard span.key.flags & 0x8 != 0 else {
-                if header != expected { agrees = false }
+            guard let predicted else { continue }
+            let expected = predicted.header
+            // The span's length allowed the guess: a header of another length (a longer extra field and a
+            // shorter data descriptor add up the same) or other bytes mean this producer's cannot be guessed.
+            guard localHeaderLength(header) == UInt64(expected.count) else {
+                agrees = false
                 continue
             }
-            guard header[0..<14] == expected[0..<14], header[26...] == expected[26...] else {
+            guard span.key.flags & 0x8 != 0 else {
+                if header == expected { confirmed += 1 } else { agrees = false }
+                continue
+            }
+            let descriptorStart = span.end - UInt64(predicted.descriptor.count)
+            guard header[0..<14] == expected[0..<14], header[26...] == expected[26...],
+                  let descriptor = try? file.bytes(at: descriptorStart, count: UInt64(predicted.descriptor.count)),
+                  descriptor == predicted.descriptor else {
                 agrees = false
                 continue
             }
@@ -237,8 +251,9 @@ package struct ZipLayout: Sendable, Equatable {
                 if let known = says[field], known != (written == real) { agrees = false }
                 says[field] = written == real
             }
+            confirmed += 1
         }
-        if agrees {
+        if agrees, confirmed > 0 {
             layout.localHeaderStyle = LocalHeaderStyle(crc32: says[0] ?? false, compressedSize: says[1] ?? false, uncompressedSize: says[2] ?? false)
         }
         return layout
