@@ -57,7 +57,7 @@ package struct ZipLayout: Sendable, Equatable {
         }
 
         /// The local header and data descriptor this entry has when its producer wrote in them what the
-        /// central directory says (as Python's `zipfile`, Go, Java, Explorer and libarchive do): the
+        /// central directory says (as Python's `zipfile`, Go, Explorer and libarchive do): the
         /// same version needed, flags, method, time, name and extra field; CRC-32 and sizes (when a data
         /// descriptor follows the data, flag bit 3, those `style` says, else zeros; the descriptor holds
         /// them, with its signature or not, with 32- or 64-bit sizes, as the span's length says). `nil`
