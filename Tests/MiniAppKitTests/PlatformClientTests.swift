@@ -391,12 +391,35 @@ private struct FoundationElement: Decodable {
         (#"[{"id": "a", "version": {"versionId": "v"}, "s": "\ud800"}]"#, false),
         ("[" + String(repeating: "[", count: 300) + String(repeating: "]", count: 300) + "]", false),
         (#"{"id": "a"}"#, false),
+        (#"[{"\u0069d": "a", "v\u0065rsion": {"versionId": "v"}}, {"id\n": "b", "version": {"versionId": "v"}}]"#, true),
+        (#"[{"id": "a", "version": "v1", "version": {"versionId": "v"}}, {"id": "b", "version": {"versionId": 1, "versionId": "v"}}]"#, true),
+        (#"[{"id": "a", "version": {"versionId": "v", "versionTag": "1", "versionTag": 2, "x": {}}, "icon": null, "icon": "https://x.example/"}]"#, true),
+        (#"[{}, [], {"id": "a"}, {"version": {"versionId": "v"}}, {"id": "a", "version": {}}]"#, true),
+        ("[{\"x\": " + String(repeating: "[", count: 254) + String(repeating: "]", count: 254) + #", "id": "a", "version": {"versionId": "v"}}]"#, true),
+        ("[{\"x\": " + String(repeating: "[", count: 255) + String(repeating: "]", count: 255) + #", "id": "a", "version": {"versionId": "v"}}]"#, false),
+        (#"[{"id": "a", "version": {"versionId": "v"}, "k\u0000": 1, "x": "\u00"}]"#, false),
+        (#"[{"id": "a" "version": {"versionId": "v"}}]"#, false),
+        ("[{\"id\": \"a\", \"version\": {\"versionId\": \"v\"}, \"tab\tkey\": 1}]", false),
     ])
     func theOnePassReaderGivesFoundationsRecordsOrLeavesTheDocumentToIt(document: String, taken: Bool) throws {
         let fast = AppRecord.listElements(Array(document.utf8))
         #expect((fast != nil) == taken)
+        // Exactly the documents that the general reader takes as an array.
+        guard case .array? = JSONReader.value(Array(document.utf8), maxDepth: 256) else {
+            #expect(fast == nil)
+            return
+        }
         guard let fast else { return }
         let foundation = try JSONDecoder().decode([FoundationElement].self, from: Data(document.utf8)).map(\.value)
         #expect(fast == foundation)
+    }
+
+    /// The one-pass reader takes exactly the documents the general reader takes.
+    @Test func invalidUTF8AnywhereIsLeftToFoundation() {
+        for key in [[0xFF], [0xC3], [0xED, 0xA0, 0x80]] as [[UInt8]] {
+            let document = Array(#"[{"id": "a", "version": {"versionId": "v"}, ""#.utf8) + key + Array(#"": 1}]"#.utf8)
+            #expect(AppRecord.listElements(document) == nil)
+            #expect(JSONReader.value(document, maxDepth: 256) == nil)
+        }
     }
 }

@@ -100,25 +100,7 @@ extension AppRecord {
     /// surrogates, numbers out of range, nesting past 256): the caller then decodes with Foundation,
     /// which gives the same records or the same error as before.
     package static func listElements<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [AppRecord?]? {
-        guard case .array(let elements)? = JSONReader.value(bytes, maxDepth: 256) else { return nil }
-        return elements.map(AppRecord.init(listed:))
-    }
-
-    /// The record in a listed element, with the leniency of ``init(from:)``: `id` and `version` must be
-    /// right, every other field is dropped when it is not.
-    init?(listed value: JSONValue) {
-        guard case .object(let fields) = value, case .string(let id)? = fields["id"], Identifier.isValid(id),
-              case .object(let version)? = fields["version"], case .string(let versionId)? = version["versionId"],
-              Identifier.isValid(versionId) else { return nil }
-        func text(_ value: JSONValue?) -> String? {
-            if case .string(let text)? = value { return text }
-            return nil
-        }
-        self.init(
-            id: id, displayName: text(fields["displayName"]), icon: text(fields["icon"]).flatMap(Self.webURL),
-            version: AppVersion(versionId: versionId, versionTag: text(version["versionTag"])),
-            promotionalImageUrl: text(fields["promotionalImageUrl"]).flatMap(Self.webURL), promotionalText: text(fields["promotionalText"])
-        )
+        JSONReader.appRecords(bytes, maxDepth: 256)
     }
 
     /// `text` as an absolute http(s) URL with a host, else `nil`.

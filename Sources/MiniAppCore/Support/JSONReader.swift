@@ -7,18 +7,23 @@ package enum JSONReader {
     /// whitespace allowed) or nests deeper than `maxDepth`. Trailing commas, which Foundation's decoder
     /// lets through, are refused.
     package static func value<Bytes: Collection<UInt8>>(_ bytes: Bytes, maxDepth: Int = 64) -> JSONValue? {
-        let parsed = bytes.withContiguousStorageIfAvailable { buffer -> JSONValue? in
+        parse(bytes, maxDepth: maxDepth) { $0.document() }
+    }
+
+    /// `read` with a parser over `bytes`, contiguous or copied.
+    fileprivate static func parse<Bytes: Collection<UInt8>, T>(_ bytes: Bytes, maxDepth: Int, _ read: (inout Parser) -> T?) -> T? {
+        let parsed = bytes.withContiguousStorageIfAvailable { buffer -> T? in
             var parser = Parser(bytes: buffer, maxDepth: maxDepth)
-            return parser.document()
+            return read(&parser)
         }
         if let parsed { return parsed }
         return Array(bytes).withUnsafeBufferPointer { buffer in
             var parser = Parser(bytes: buffer, maxDepth: maxDepth)
-            return parser.document()
+            return read(&parser)
         }
     }
 
-    private struct Parser {
+    fileprivate struct Parser {
         let bytes: UnsafeBufferPointer<UInt8>
         let maxDepth: Int
         var position = 0
@@ -29,15 +34,23 @@ package enum JSONReader {
             self.maxDepth = maxDepth
         }
 
+        /// `read` after the document's leading whitespace, then nothing but whitespace to its end.
+        mutating func whole<T>(_ read: (inout Parser) -> T?) -> T? {
+            skipWhitespace()
+            guard let result = read(&self) else { return nil }
+            skipWhitespace()
+            return position == bytes.count ? result : nil
+        }
+
         mutating func document() -> JSONValue? {
             guard let value = value() else { return nil }
             skipWhitespace()
             return position == bytes.count ? value : nil
         }
 
-        private var current: UInt8? { position < bytes.count ? bytes[position] : nil }
+        fileprivate var current: UInt8? { position < bytes.count ? bytes[position] : nil }
 
-        private mutating func skipWhitespace() {
+        fileprivate mutating func skipWhitespace() {
             while let byte = current, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { position += 1 }
         }
 
@@ -49,7 +62,7 @@ package enum JSONReader {
             return true
         }
 
-        private mutating func value() -> JSONValue? {
+        fileprivate mutating func value() -> JSONValue? {
             skipWhitespace()
             switch current {
             case UInt8(ascii: "{"): return object()
@@ -65,63 +78,82 @@ package enum JSONReader {
         }
 
         private mutating func object() -> JSONValue? {
+            var members: [String: JSONValue] = [:]
+            let read = self.members({ $0.string() }) { parser, key in
+                guard let member = parser.value() else { return false }
+                // Of duplicate keys the first wins, as with Foundation's decoder.
+                if members[key] == nil { members[key] = member }
+                return true
+            }
+            return read ? .object(members) : nil
+        }
+
+        /// An object, at its `{`: each member's key read by `key` (at its opening quote, `nil` when not
+        /// well-formed), then its value by `member` (from the value's first byte, `false` when not
+        /// well-formed). `false` when the object is not well-formed.
+        fileprivate mutating func members<Key>(_ key: (inout Parser) -> Key?, _ member: (inout Parser, Key) -> Bool) -> Bool {
             depth += 1
             defer { depth -= 1 }
-            guard depth <= maxDepth else { return nil }
+            guard depth <= maxDepth else { return false }
             position += 1
-            var members: [String: JSONValue] = [:]
             skipWhitespace()
             if current == UInt8(ascii: "}") {
                 position += 1
-                return .object(members)
+                return true
             }
             while true {
                 skipWhitespace()
-                guard current == UInt8(ascii: "\""), let key = string() else { return nil }
+                guard current == UInt8(ascii: "\""), let name = key(&self) else { return false }
                 skipWhitespace()
-                guard current == UInt8(ascii: ":") else { return nil }
+                guard current == UInt8(ascii: ":") else { return false }
                 position += 1
-                guard let member = value() else { return nil }
-                // Of duplicate keys the first wins, as with Foundation's decoder.
-                if members[key] == nil { members[key] = member }
+                skipWhitespace()
+                guard member(&self, name) else { return false }
                 skipWhitespace()
                 switch current {
                 case UInt8(ascii: ","): position += 1
                 case UInt8(ascii: "}"):
                     position += 1
-                    return .object(members)
-                default: return nil
+                    return true
+                default: return false
                 }
             }
         }
 
         private mutating func array() -> JSONValue? {
+            elements { $0.value() }.map(JSONValue.array)
+        }
+
+        /// An array, at its `[`: each element read by `element` from its first byte, `nil` when the
+        /// array or an element is not well-formed.
+        fileprivate mutating func elements<Element>(_ element: (inout Parser) -> Element?) -> [Element]? {
             depth += 1
             defer { depth -= 1 }
             guard depth <= maxDepth else { return nil }
             position += 1
-            var elements: [JSONValue] = []
+            var elements: [Element] = []
             skipWhitespace()
             if current == UInt8(ascii: "]") {
                 position += 1
-                return .array(elements)
+                return elements
             }
             while true {
-                guard let element = value() else { return nil }
-                elements.append(element)
+                skipWhitespace()
+                guard let next = element(&self) else { return nil }
+                elements.append(next)
                 skipWhitespace()
                 switch current {
                 case UInt8(ascii: ","): position += 1
                 case UInt8(ascii: "]"):
                     position += 1
-                    return .array(elements)
+                    return elements
                 default: return nil
                 }
             }
         }
 
         /// A string, at its opening quote; its text must be valid UTF-8 without raw control characters.
-        private mutating func string() -> String? {
+        fileprivate mutating func string() -> String? {
             position += 1
             let start = position
             // The common case: no escapes, one validating copy.
@@ -225,5 +257,101 @@ package enum JSONReader {
             while let byte = current, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") { position += 1 }
             return position > start
         }
+    }
+}
+
+extension JSONReader {
+    /// The elements of a platform's app list (a JSON array) as ``AppRecord/listElements(_:)`` gives them,
+    /// read without building the document: of each element object only the members a record keeps are
+    /// made (the first of duplicate keys, as ``value(_:maxDepth:)`` keeps), the others are read, checked
+    /// and dropped. `nil` exactly when ``value(_:maxDepth:)`` refuses the document or it is not an array.
+    package static func appRecords<Bytes: Collection<UInt8>>(_ bytes: Bytes, maxDepth: Int) -> [AppRecord?]? {
+        parse(bytes, maxDepth: maxDepth) { parser in parser.whole { $0.appRecordArray() } }
+    }
+}
+
+/// The members of an app record, in the order of ``Parser/selectMembers(_:_:)``'s key lists.
+private let recordKeys: [[UInt8]] = ["id", "displayName", "icon", "version", "promotionalImageUrl", "promotionalText"].map { Array($0.utf8) }
+private let versionKeys: [[UInt8]] = ["versionId", "versionTag"].map { Array($0.utf8) }
+
+extension JSONReader.Parser {
+    fileprivate mutating func appRecordArray() -> [AppRecord?]? {
+        guard current == UInt8(ascii: "[") else { return nil }
+        return elements { $0.appRecord() }
+    }
+
+    /// One element: its record, `.some(nil)` when it is not an object with a valid id and version, `nil`
+    /// when it is not well-formed JSON. The same leniency as ``AppRecord/init(from:)``.
+    private mutating func appRecord() -> AppRecord?? {
+        guard current == UInt8(ascii: "{") else { return value().map { _ -> AppRecord? in nil } }
+        // The string members, by their index in `recordKeys` (3, the version, is not one); no array per
+        // record: these are most of the list's work.
+        var texts: (String?, String?, String?, String?, String?, String?) = (nil, nil, nil, nil, nil, nil)
+        var version: (id: String?, tag: String?)?
+        let read = selectMembers(recordKeys) { parser, index in
+            guard index == 3 else {
+                // A string, or a value of another type that drops the field.
+                guard parser.current == UInt8(ascii: "\"") else { return parser.value() != nil }
+                guard let text = parser.string() else { return false }
+                switch index {
+                case 0: texts.0 = text
+                case 1: texts.1 = text
+                case 2: texts.2 = text
+                case 4: texts.4 = text
+                default: texts.5 = text
+                }
+                return true
+            }
+            guard parser.current == UInt8(ascii: "{") else { return parser.value() != nil }
+            var fields: (String?, String?) = (nil, nil)
+            let nested = parser.selectMembers(versionKeys) { parser, index in
+                guard parser.current == UInt8(ascii: "\"") else { return parser.value() != nil }
+                guard let text = parser.string() else { return false }
+                if index == 0 { fields.0 = text } else { fields.1 = text }
+                return true
+            }
+            guard nested else { return false }
+            version = (fields.0, fields.1)
+            return true
+        }
+        guard read else { return nil }
+        guard let id = texts.0, Identifier.isValid(id), let version, let versionId = version.id, Identifier.isValid(versionId) else {
+            return .some(nil)
+        }
+        return AppRecord(
+            id: id, displayName: texts.1, icon: texts.2.flatMap(AppRecord.webURL),
+            version: AppVersion(versionId: versionId, versionTag: version.tag),
+            promotionalImageUrl: texts.4.flatMap(AppRecord.webURL), promotionalText: texts.5
+        )
+    }
+
+    /// An object, at its `{`: for the first member named by each of `keys`, `member` reads the value
+    /// (with the index of its key) and says whether it was well-formed; every other member is read as
+    /// ``value()`` reads it and dropped. `false` when the object is not well-formed.
+    private mutating func selectMembers(_ keys: [[UInt8]], _ member: (inout JSONReader.Parser, Int) -> Bool) -> Bool {
+        var seen = 0  // bit i: keys[i] was read
+        return members({ $0.memberKey(keys) }) { parser, key in
+            guard let index = key, seen & (1 << index) == 0 else { return parser.value() != nil }
+            seen |= 1 << index
+            return member(&parser, index)
+        }
+    }
+
+    /// A member's key, at its opening quote: `.some(index)` of the key in `keys`, `.some(nil)` for
+    /// another key, `nil` when it is not a well-formed string. A key without escapes is compared in
+    /// place; one with escapes is decoded first.
+    private mutating func memberKey(_ keys: [[UInt8]]) -> Int?? {
+        let start = position + 1
+        var end = start
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 { end += 1 }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            let raw = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            if let index = keys.firstIndex(where: { $0.elementsEqual(raw) }) {
+                position = end + 1
+                return .some(index)
+            }
+        }
+        guard let key = string() else { return nil }
+        return .some(keys.firstIndex { $0.elementsEqual(key.utf8) })
     }
 }
