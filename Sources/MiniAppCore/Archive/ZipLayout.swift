@@ -365,8 +365,9 @@ package struct DeltaPlan: Sendable, Equatable {
             guard length > 0 else { return }
             if let last = pieces.last, last.isFetched, source == nil, bytes == nil {
                 pieces[pieces.count - 1].length += length
-            } else if let last = pieces.last, let known = last.bytes, let bytes {
-                pieces[pieces.count - 1].bytes = known + bytes
+            } else if let last = pieces.last, last.bytes != nil, let bytes {
+                // In place: a run of empty entries (folders) is one piece, not a copy per entry.
+                pieces[pieces.count - 1].bytes?.append(contentsOf: bytes)
                 pieces[pieces.count - 1].length += length
             } else if let last = pieces.last, let lastSource = last.source, let source, last.header == nil, header == nil, lastSource + last.length == source {
                 pieces[pieces.count - 1].length += length
