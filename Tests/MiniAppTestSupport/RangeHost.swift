@@ -31,6 +31,9 @@ public final class RangeHost: Sendable {
         var ranges: [String] = []
         var probes = 0
         var answersProbes = true
+        var rangeDelay: Duration?
+        var arrivals: [ContinuousClock.Instant] = []
+        var overlap = 0
     }
 
     private let state: NIOLockedValueBox<State>
@@ -57,8 +60,19 @@ public final class RangeHost: Sendable {
         set { state.withLockedValue { $0.answersProbes = newValue } }
     }
 
+    /// How long each answer to a GET with a `Range` waits before it goes (a server slow to answer, as
+    /// object stores are), and the most such requests that arrived within that time of each other: more
+    /// than one means the client did not wait for one answer before asking the next.
+    public var rangeDelay: Duration? {
+        get { state.withLockedValue { $0.rangeDelay } }
+        set { state.withLockedValue { $0.rangeDelay = newValue } }
+    }
+    public var rangeOverlap: Int { state.withLockedValue { $0.overlap } }
+
     public func reset() {
         state.withLockedValue {
+            $0.arrivals = []
+            $0.overlap = 0
             $0.zipRequests = 0
             $0.requests = 0
             $0.bytes = 0
@@ -77,10 +91,16 @@ public final class RangeHost: Sendable {
             guard answered else { return StubResponse(status: 405) }
             return answer(blob, request, counted: false)
         }
-        let response = answer(blob, request)
-        state.withLockedValue {
-            $0.zipRequests += 1
-            $0.bytes += response.body.count
+        var response = answer(blob, request)
+        state.withLockedValue { state in
+            state.zipRequests += 1
+            state.bytes += response.body.count
+            if let delay = state.rangeDelay, request.header("Range") != nil {
+                let now = ContinuousClock.now
+                state.arrivals = state.arrivals.filter { now - $0 < delay } + [now]
+                state.overlap = max(state.overlap, state.arrivals.count)
+                response.delay = delay
+            }
         }
         return response
     }

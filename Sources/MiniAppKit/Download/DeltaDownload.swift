@@ -277,6 +277,10 @@ private final class DeltaRun: @unchecked Sendable {
         var next = 0
         while next < ranges.count {
             let multipart = await downloader.rangeSupport.multipart(url)
+            if multipart == false, ranges.count - next > 1 {
+                try await fetchSingly(ranges, from: next)
+                break
+            }
             var specs = ["\(ranges[next].lowerBound)-\(ranges[next].upperBound - 1)"]
             var length = 6 + specs[0].utf8.count
             while multipart != false, specs.count < BundleDownloader.maxRangesPerRequest, next + specs.count < ranges.count {
@@ -472,19 +476,7 @@ private final class DeltaRun: @unchecked Sendable {
         var redirects = 0
         while true {
             try Task.checkCancellation()
-            var request = HTTPClientRequest(url: url)
-            request.headers.add(name: "User-Agent", value: PackageInfo.userAgent)
-            request.headers.add(name: "Range", value: range)
-            let response: HTTPClientResponse
-            do {
-                response = try await downloader.connections.execute(request, deadline: deadline)
-            } catch let error as HTTPClientError where error == .cancelled {
-                throw CancellationError()
-            } catch is CancellationError {
-                throw CancellationError()
-            } catch {
-                throw Stop.unusable("a range request failed (\(PlatformClient.describe(error)))")
-            }
+            let response = try await send(range: range, to: url)
             switch response.status.code {
             case 301, 302, 303, 307, 308:
                 guard let location = response.headers.first(name: "Location"), let next = URL(string: location, relativeTo: URL(string: url)),
@@ -501,6 +493,96 @@ private final class DeltaRun: @unchecked Sendable {
             default:
                 return response
             }
+        }
+    }
+
+    /// The most single-range requests in flight at once, and the largest range fetched ahead into memory
+    /// (a larger one is streamed on its own, in turn).
+    static let singleRangeWindow = 4
+    static let aheadBytes: UInt64 = 2 << 20
+
+    /// Fetches `ranges` from `first` on from a server that answers one range per request: up to
+    /// ``singleRangeWindow`` requests at once (on as many connections), so that its time to answer
+    /// is paid once per window rather than once per range; each answer is held until the ones before
+    /// it are written, and written in order.
+    private func fetchSingly(_ ranges: [Range<UInt64>], from first: Int) async throws {
+        let received = NIOLockedValueBox<Int64>(0)
+        defer { fetched += received.withLockedValue { $0 } }
+        let target = url
+        try await withThrowingTaskGroup(of: (Int, [UInt8]).self) { group in
+            var index = first
+            var spawned = first
+            var ready: [Int: [UInt8]] = [:]
+            while index < ranges.count {
+                while spawned < ranges.count, spawned - index < Self.singleRangeWindow, ranges[spawned].count <= Self.aheadBytes {
+                    let (position, range) = (spawned, ranges[spawned])
+                    group.addTask { (position, try await self.fetchPart(range, from: target, counting: received)) }
+                    spawned += 1
+                }
+                if spawned == index {
+                    // A large range: streamed as it comes, after those before it.
+                    let range = ranges[index]
+                    let response = try await request(range: "bytes=\(range.lowerBound)-\(range.upperBound - 1)")
+                    guard response.status == .partialContent, let part = Self.contentRange(response.headers), part.range == range else {
+                        throw Stop.unusable("the server did not answer a range as asked")
+                    }
+                    try checkSame(response.headers, total: part.total)
+                    try await receive(response, part: part.range)
+                    index += 1
+                    spawned = index
+                    continue
+                }
+                while ready[index] == nil {
+                    guard let (position, bytes) = try await group.next() else { throw Stop.unusable("internal state") }
+                    ready[position] = bytes
+                }
+                try await write(ready.removeValue(forKey: index)!, at: ranges[index].lowerBound)
+                index += 1
+            }
+        }
+    }
+
+    /// The bytes of `range` from `target`, whole, for ``fetchSingly(_:from:)``: only a `206` of exactly
+    /// that range of the same zip is taken. Body bytes are counted in `received` as they come.
+    private func fetchPart(_ range: Range<UInt64>, from target: String, counting received: NIOLockedValueBox<Int64>) async throws -> [UInt8] {
+        let response = try await send(range: "bytes=\(range.lowerBound)-\(range.upperBound - 1)", to: target)
+        guard response.status == .partialContent, let part = Self.contentRange(response.headers), part.range == range else {
+            throw Stop.unusable("the server did not answer a range as asked")
+        }
+        guard part.total == size, response.headers.first(name: "ETag") == validator else { throw Stop.changed }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(range.count)
+        do {
+            for try await chunk in response.body {
+                received.withLockedValue { $0 += Int64(chunk.readableBytes) }
+                guard bytes.count + chunk.readableBytes <= range.count else { throw Stop.unusable("the server sent more bytes than its Content-Range says") }
+                bytes += chunk.readableBytesView
+            }
+        } catch let stop as Stop {
+            throw stop
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw Stop.unusable("a range answer broke off (\(PlatformClient.describe(error)))")
+        }
+        guard bytes.count == range.count else { throw Stop.unusable("the server sent fewer bytes than its Content-Range says") }
+        return bytes
+    }
+
+    /// A GET of `range` (a `Range` header's value) from `target`, with its body unread; a failure to get
+    /// an answer makes the delta doubtful (``Stop/unusable(_:)``), a cancellation goes through.
+    private func send(range: String, to target: String) async throws -> HTTPClientResponse {
+        var request = HTTPClientRequest(url: target)
+        request.headers.add(name: "User-Agent", value: PackageInfo.userAgent)
+        request.headers.add(name: "Range", value: range)
+        do {
+            return try await downloader.connections.execute(request, deadline: deadline)
+        } catch let error as HTTPClientError where error == .cancelled {
+            throw CancellationError()
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw Stop.unusable("a range request failed (\(PlatformClient.describe(error)))")
         }
     }
 
