@@ -43,9 +43,7 @@ package enum JSONReader {
         }
 
         mutating func document() -> JSONValue? {
-            guard let value = value() else { return nil }
-            skipWhitespace()
-            return position == bytes.count ? value : nil
+            whole { $0.value() }
         }
 
         fileprivate var current: UInt8? { position < bytes.count ? bytes[position] : nil }
