@@ -109,6 +109,28 @@ import Testing
         #expect(host.rangeHeaders.allSatisfy { !$0.contains(",") })
     }
 
+    @Test func aRangeLargerThanWhatIsFetchedAheadIsStreamedInTurnFromASingleRangeServer() async throws {
+        // A new file of 4 MB of letters that barely compress: its range is over the 2 MiB fetched ahead
+        // into memory, so it is streamed on its own between the small ranges around it.
+        var state: UInt64 = 7
+        let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/".utf8)
+        let big = String(decoding: (0..<(4 << 20)).map { _ -> UInt8 in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return letters[Int(state >> 58)]
+        }, as: UTF8.self)
+        var v2 = Self.files(version: 2)
+        v2["assets/big.js"] = big
+        let (record, host, _) = try await update(mode: .firstRangeOnly, v2: v2)
+        #expect(record.transfer?.method == .delta)
+        #expect(record.transfer?.fetchedBytes == Int64(host.bytesSent))
+        let sizes = host.rangeHeaders.compactMap { header -> Int? in
+            let bounds = header.dropFirst("bytes=".count).split(separator: "-").compactMap { Int($0) }
+            return bounds.count == 2 ? bounds[1] - bounds[0] + 1 : nil
+        }
+        #expect(sizes.contains { $0 > 2 << 20 }, "\(host.rangeHeaders)")
+        #expect(sizes.filter { $0 <= 2 << 20 }.count >= 2, "small ranges around it: \(host.rangeHeaders)")
+    }
+
     @Test func aServerThatSendsTheWholeZipForSeveralRangesUnaskedHasThatAnswerUsedAsTheDownload() async throws {
         // A server that does not answer the HEAD is asked for several ranges with a GET.
         var base: URL?

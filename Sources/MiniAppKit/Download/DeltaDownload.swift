@@ -523,11 +523,8 @@ private final class DeltaRun: @unchecked Sendable {
                     // A large range: streamed as it comes, after those before it.
                     let range = ranges[index]
                     let response = try await request(range: "bytes=\(range.lowerBound)-\(range.upperBound - 1)")
-                    guard response.status == .partialContent, let part = Self.contentRange(response.headers), part.range == range else {
-                        throw Stop.unusable("the server did not answer a range as asked")
-                    }
-                    try checkSame(response.headers, total: part.total)
-                    try await receive(response, part: part.range)
+                    try expectPart(response, range)
+                    try await receive(response, part: range)
                     index += 1
                     spawned = index
                     continue
@@ -546,10 +543,7 @@ private final class DeltaRun: @unchecked Sendable {
     /// that range of the same zip is taken. Body bytes are counted in `received` as they come.
     private func fetchPart(_ range: Range<UInt64>, from target: String, counting received: NIOLockedValueBox<Int64>) async throws -> [UInt8] {
         let response = try await send(range: "bytes=\(range.lowerBound)-\(range.upperBound - 1)", to: target)
-        guard response.status == .partialContent, let part = Self.contentRange(response.headers), part.range == range else {
-            throw Stop.unusable("the server did not answer a range as asked")
-        }
-        guard part.total == size, response.headers.first(name: "ETag") == validator else { throw Stop.changed }
+        try expectPart(response, range)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(range.count)
         do {
@@ -567,6 +561,14 @@ private final class DeltaRun: @unchecked Sendable {
         }
         guard bytes.count == range.count else { throw Stop.unusable("the server sent fewer bytes than its Content-Range says") }
         return bytes
+    }
+
+    /// Stops unless `response` is a `206` of exactly `range` of the same zip.
+    private func expectPart(_ response: HTTPClientResponse, _ range: Range<UInt64>) throws {
+        guard response.status == .partialContent, let part = Self.contentRange(response.headers), part.range == range else {
+            throw Stop.unusable("the server did not answer a range as asked")
+        }
+        try checkSame(response.headers, total: part.total)
     }
 
     /// A GET of `range` (a `Range` header's value) from `target`, with its body unread; a failure to get
