@@ -31,6 +31,26 @@ struct AppTargetArguments: ParsableArguments {
     var previewCode: String?
 
     func validate() throws {
+        try values.validate()
+    }
+
+    /// The parsed values.
+    var values: AppTarget {
+        AppTarget(appId: appId, versionId: versionId, previewCode: previewCode)
+    }
+
+    func resolve(_ configuration: MiniAppConfiguration, options: some CommandOptions) async throws -> (appId: String, versionId: String?, configuration: MiniAppConfiguration) {
+        try await values.resolve(configuration, options: options)
+    }
+}
+
+/// ``AppTargetArguments`` as plain values (what ``QuickCommandLine`` reads without ArgumentParser).
+struct AppTarget: Equatable, Sendable {
+    let appId: String?
+    let versionId: String?
+    let previewCode: String?
+
+    func validate() throws {
         for (value, kind) in [(appId, IdentifierKind.app), (versionId, .version), (previewCode, .previewToken)] {
             if let value, !Identifier.isValid(value) {
                 throw ValidationError(IdentifierError.invalid(kind: kind, value: value).description)
@@ -43,7 +63,7 @@ struct AppTargetArguments: ParsableArguments {
     /// The app and version to work on, and the configuration to work with: a preview code is resolved
     /// by the platform, and its version is then worked on in preview mode (an unpublished version is
     /// only reachable there), with the same checks as any other.
-    func resolve(_ configuration: MiniAppConfiguration, options: GlobalOptions) async throws -> (appId: String, versionId: String?, configuration: MiniAppConfiguration) {
+    func resolve(_ configuration: MiniAppConfiguration, options: some CommandOptions) async throws -> (appId: String, versionId: String?, configuration: MiniAppConfiguration) {
         guard let previewCode else { return (appId!, versionId, configuration) }
         guard !configuration.offline else { throw ValidationError("--preview-code needs the platform to resolve it: drop --offline") }
         var preview = configuration

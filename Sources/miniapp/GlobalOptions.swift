@@ -45,15 +45,60 @@ struct GlobalOptions: ParsableArguments {
     var quiet = false
 
     func validate() throws {
+        try settings.validate()
+    }
+}
+
+/// The settings every command takes, as plain values: what ``GlobalOptions`` parses, and what
+/// ``QuickCommandLine`` reads without ArgumentParser. (No defaults: a setting added here must be given
+/// by both.)
+struct CommandSettings: Equatable, Sendable {
+    let platform: String?
+    let projectId: String?
+    let subscriptionKey: String?
+    let preview: Bool
+    let cacheDir: String?
+    let signaturePolicy: String?
+    let lang: String?
+    let offline: Bool
+    let noDelta: Bool
+    let permissionStore: String?
+    let json: Bool
+    let verbose: Bool
+    let quiet: Bool
+
+    func validate() throws {
         if verbose && quiet { throw ValidationError("--verbose and --quiet cannot be used together") }
     }
+}
 
+/// What commands do with their settings, whether ArgumentParser or ``QuickCommandLine`` read them.
+protocol CommandOptions {
+    var settings: CommandSettings { get }
+}
+
+extension CommandSettings: CommandOptions {
+    var settings: CommandSettings { self }
+}
+
+extension GlobalOptions: CommandOptions {
+    var settings: CommandSettings {
+        CommandSettings(
+            platform: platform, projectId: projectId, subscriptionKey: subscriptionKey, preview: preview, cacheDir: cacheDir,
+            signaturePolicy: signaturePolicy, lang: lang, offline: offline, noDelta: noDelta, permissionStore: permissionStore,
+            json: json, verbose: verbose, quiet: quiet
+        )
+    }
+}
+
+extension CommandOptions {
     /// The command line's settings, for ``ConfigurationLoader``.
     var overrides: ConfigurationOverrides {
-        ConfigurationOverrides(
-            platform: platform, projectId: projectId, subscriptionKey: subscriptionKey,
-            preview: preview ? true : nil, cacheDirectory: cacheDir, signaturePolicy: signaturePolicy,
-            language: lang, offline: offline ? true : nil, delta: noDelta ? false : nil, permissionStore: permissionStore
+        let settings = self.settings
+        return ConfigurationOverrides(
+            platform: settings.platform, projectId: settings.projectId, subscriptionKey: settings.subscriptionKey,
+            preview: settings.preview ? true : nil, cacheDirectory: settings.cacheDir, signaturePolicy: settings.signaturePolicy,
+            language: settings.lang, offline: settings.offline ? true : nil, delta: settings.noDelta ? false : nil, permissionStore: settings.permissionStore
         )
     }
 
@@ -65,7 +110,7 @@ struct GlobalOptions: ParsableArguments {
 
     /// A logger writing to stderr at the level `-v` and `-q` ask for.
     var logger: Logger {
-        let level: Logger.Level = verbose ? .debug : (quiet ? .error : .warning)
+        let level: Logger.Level = settings.verbose ? .debug : (settings.quiet ? .error : .warning)
         return Logger(label: "miniapp") { _ in ConsoleLogHandler(logLevel: level) }
     }
 
@@ -116,13 +161,14 @@ struct GlobalOptions: ParsableArguments {
 
     /// Prints an install outcome: notes as warnings on stderr, then the record (`--json`) or the folder.
     func render(_ outcome: InstallOutcome, verb: String) throws {
-        for note in outcome.notes { Console.warning(note, quiet: quiet) }
+        let settings = self.settings
+        for note in outcome.notes { Console.warning(note, quiet: settings.quiet) }
         let record = outcome.record
-        if json {
+        if settings.json {
             try Console.json(record)
             return
         }
-        if !quiet {
+        if !settings.quiet {
             let tag = record.versionTag.map { " (\($0))" } ?? ""
             let how = record.source == .cache ? "cached" : verb
             Console.standardError("\(how) \(record.id) \(record.versionId)\(tag), signature \(record.signature.rawValue), \(record.sizeBytes) bytes")
@@ -132,7 +178,7 @@ struct GlobalOptions: ParsableArguments {
 
     /// A progress callback drawing a bar on stderr, or `nil` when stderr is not a terminal or output is JSON or quiet.
     func progressBar(for appId: String) -> (@Sendable (DownloadProgress) -> Void)? {
-        guard !json, !quiet, isatty(STDERR_FILENO) == 1 else { return nil }
+        guard !settings.json, !settings.quiet, isatty(STDERR_FILENO) == 1 else { return nil }
         return ProgressBar(label: appId).update
     }
 

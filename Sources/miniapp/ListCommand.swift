@@ -16,6 +16,11 @@ struct ListCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
+        try await Self.list(options: options.settings)
+    }
+
+    /// The list, from plain values: what `run()` does, and what ``QuickCommandLine`` runs.
+    static func list(options: CommandSettings) async throws {
         let configuration = try options.configuration(reading: .platformAccess)
         let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
         let entries: [ListedApp]

@@ -40,6 +40,15 @@ struct Miniapp: AsyncParsableCommand {
             Console.output(PackageInfo.version)
             Foundation.exit(0)
         }
+        // `download <app-id> [--version <id>]` and `list` in their plain forms skip ArgumentParser.
+        if let command = QuickCommandLine.command(Array(CommandLine.arguments.dropFirst())) {
+            do {
+                try await command.run()
+            } catch {
+                exitForFailure(error)
+            }
+            finish()
+        }
         let command: any ParsableCommand
         do {
             command = try parseAsRoot()
@@ -57,10 +66,15 @@ struct Miniapp: AsyncParsableCommand {
                 var syncCommand = command
                 try syncCommand.run()
             }
-            HeldLog.flush()
         } catch {
             exitForFailure(error)
         }
+        finish()
+    }
+
+    /// Ends a command that succeeded.
+    private static func finish() -> Never {
+        HeldLog.flush()
         // Exit here rather than return: returning from an async main hands the exit to the main queue,
         // which starts a thread for it (about 0.3 ms of a warm `download`).
         Foundation.exit(0)

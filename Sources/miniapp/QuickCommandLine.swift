@@ -1,0 +1,127 @@
+import ArgumentParser
+
+/// The command lines scripts run most (`download <app-id>` with or without `--version`, and `list`),
+/// read without ArgumentParser, whose first use cost a cache hit about 3 of its 19 ms: it reflects on
+/// every command on the path, and its property wrappers and reflection make the Swift runtime look up
+/// about 45 protocol conformances, each a scan of the 12,000 conformance records of the binary and its
+/// libraries (perf and uprobes, issue 25).
+///
+/// Only a plain subset is read here: the command's name first, then its options as `--name value` or
+/// `--name=value`, its flags, and one app id. Anything else (help, `--`, a repeated option, a value that
+/// starts with `-` or is empty, an unknown or abbreviated option, more app ids, a line that fails the
+/// command's validation) returns `nil`, and ArgumentParser parses it, with its own messages. What is read
+/// here is the command ArgumentParser makes of the same line, as plain values: a test compares both on
+/// every line of a generated corpus.
+enum QuickCommandLine {
+    /// A command read quickly, ready to run.
+    enum Command: Equatable, Sendable {
+        case download(AppTarget, force: Bool, CommandSettings)
+        case list(CommandSettings)
+
+        func run() async throws {
+            switch self {
+            case .download(let target, let force, let settings): try await DownloadCommand.download(target, force: force, options: settings)
+            case .list(let settings): try await ListCommand.list(options: settings)
+            }
+        }
+    }
+
+    /// The command `arguments` (without the program's name) ask for, or `nil` for ArgumentParser.
+    static func command(_ arguments: [String]) -> Command? {
+        guard let name = arguments.first else { return nil }
+        let rest = arguments.dropFirst()
+        switch name {
+        case "download":
+            guard let line = Line(rest, options: globalOptionNames + ["--version", "--preview-code"], flags: globalFlagNames + ["--force"]),
+                  line.positionals.count == 1, let settings = settings(line)
+            else { return nil }
+            let target = AppTarget(appId: line.positionals[0], versionId: line.option("--version"), previewCode: line.option("--preview-code"))
+            guard (try? target.validate()) != nil else { return nil }
+            return .download(target, force: line.flag("--force"), settings)
+        case "list":
+            guard let line = Line(rest, options: globalOptionNames, flags: globalFlagNames), line.positionals.isEmpty, let settings = settings(line) else { return nil }
+            return .list(settings)
+        default:
+            return nil
+        }
+    }
+
+    /// ``GlobalOptions``'s options and flags, by their long names. (Arrays, not sets: a set of strings
+    /// made here was the process's first use of `String: Hashable`, a conformance scan of its own.)
+    private static let globalOptionNames = [
+        "--platform", "--project-id", "--subscription-key", "--cache-dir", "--signature-policy", "--lang", "--permission-store",
+    ]
+    private static let globalFlagNames = ["--preview", "--offline", "--no-delta", "--json", "--verbose", "--quiet"]
+
+    /// The line's settings, or `nil` when they fail their validation.
+    private static func settings(_ line: Line) -> CommandSettings? {
+        let settings = CommandSettings(
+            platform: line.option("--platform"), projectId: line.option("--project-id"), subscriptionKey: line.option("--subscription-key"),
+            preview: line.flag("--preview"), cacheDir: line.option("--cache-dir"), signaturePolicy: line.option("--signature-policy"),
+            lang: line.option("--lang"), offline: line.flag("--offline"), noDelta: line.flag("--no-delta"),
+            permissionStore: line.option("--permission-store"), json: line.flag("--json"), verbose: line.flag("--verbose"), quiet: line.flag("--quiet")
+        )
+        return (try? settings.validate()) != nil ? settings : nil
+    }
+
+    /// A command line's options, flags and positional values, or `nil` when it is not in the plain subset.
+    private struct Line {
+        private let optionNames: [String]
+        private let flagNames: [String]
+        private var values: [String?]
+        private var given: [Bool]
+        private(set) var positionals: [String] = []
+
+        init?(_ arguments: ArraySlice<String>, options optionNames: [String], flags flagNames: [String]) {
+            self.optionNames = optionNames
+            self.flagNames = flagNames
+            values = Array(repeating: nil, count: optionNames.count)
+            given = Array(repeating: false, count: flagNames.count)
+            var index = arguments.startIndex
+            while index < arguments.endIndex {
+                let token = arguments[index]
+                index += 1
+                guard token.hasPrefix("-") else {
+                    // `help` is ArgumentParser's word wherever it stands.
+                    guard !token.isEmpty, token != "help" else { return nil }
+                    positionals.append(token)
+                    continue
+                }
+                let name: String
+                var value: String?
+                switch token {
+                case "-v": name = "--verbose"
+                case "-q": name = "--quiet"
+                case _ where token.hasPrefix("--"):
+                    if let equals = token.firstIndex(of: "=") {
+                        name = String(token[..<equals])
+                        value = String(token[token.index(after: equals)...])
+                    } else {
+                        name = token
+                    }
+                default: return nil
+                }
+                if let flag = flagNames.firstIndex(of: name) {
+                    guard value == nil, !given[flag] else { return nil }
+                    given[flag] = true
+                    continue
+                }
+                guard let option = optionNames.firstIndex(of: name), values[option] == nil else { return nil }
+                if value == nil, index < arguments.endIndex {
+                    value = arguments[index]
+                    index += 1
+                }
+                guard let value, !value.isEmpty, !value.hasPrefix("-") else { return nil }
+                values[option] = value
+            }
+        }
+
+        func option(_ name: String) -> String? {
+            optionNames.firstIndex(of: name).flatMap { values[$0] }
+        }
+
+        func flag(_ name: String) -> Bool {
+            flagNames.firstIndex(of: name).map { given[$0] } ?? false
+        }
+    }
+}
