@@ -145,6 +145,18 @@ final class Counter: Sendable {
         }
     }
 
+    /// The query's hand-written percent-encoder writes what Foundation's writes, on every scalar up to
+    /// U+07FF, a few beyond, and mixed texts.
+    @Test func queryEncodingMatchesFoundation() {
+        var allowed = CharacterSet.urlQueryAllowed
+        allowed.remove(charactersIn: "&=+;")
+        var texts = (0..<0x800).compactMap { Unicode.Scalar($0).map { String(Character($0)) } }
+        texts += ["\u{FFFD}", "\u{FEFF}", "\u{1F600}", "\u{10FFFF}", "e\u{301}", "ja-JP", "a b&c=d+e;f#g%h/i?j:k@l", "漢字 🇯🇵 \u{7F}\u{85}", ""]
+        for text in texts {
+            #expect(PlatformClient.queryEncoded(text) == text.addingPercentEncoding(withAllowedCharacters: allowed), "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
+        }
+    }
+
     @Test func publicKeyAndPreviewCode() async throws {
         try await withTestServer({ sampleFixture.handle($0) }) { server in
             try await withClient(server) { client in

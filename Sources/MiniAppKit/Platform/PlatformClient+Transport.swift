@@ -122,11 +122,38 @@ extension PlatformClient {
 
     private static func queryString(_ items: [(String, String)]) -> String {
         guard !items.isEmpty else { return "" }
-        var allowed = CharacterSet.urlQueryAllowed
-        allowed.remove(charactersIn: "&=+;")
-        return "?" + items.map { name, value in
-            "\(name)=\(value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value)"
-        }.joined(separator: "&")
+        return "?" + items.map { name, value in "\(name)=\(queryEncoded(value))" }.joined(separator: "&")
+    }
+
+    /// `value` with every byte of its UTF-8 percent-encoded (`%` and two upper-case hex digits) except
+    /// what `CharacterSet.urlQueryAllowed` allows, less `& = + ;`: the same text as Foundation's
+    /// `addingPercentEncoding(withAllowedCharacters:)`, which goes through CoreFoundation and cost the
+    /// first request of a `download` about 0.3 ms (issue 25).
+    static func queryEncoded(_ value: String) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(value.utf8.count)
+        for byte in value.utf8 {
+            if isQueryAllowed(byte) {
+                out.append(byte)
+            } else {
+                out.append(UInt8(ascii: "%"))
+                out.append(upperHexDigits[Int(byte >> 4)])
+                out.append(upperHexDigits[Int(byte & 0xF)])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static let upperHexDigits = Array("0123456789ABCDEF".utf8)
+
+    private static func isQueryAllowed(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
+        case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: ","): true
+        case UInt8(ascii: "/"), UInt8(ascii: ":"), UInt8(ascii: "?"), UInt8(ascii: "@"): true
+        default: false
+        }
     }
 
     /// A short readable reason for a transport error.
