@@ -116,12 +116,14 @@ package struct FileListIndex: Sendable {
     package private(set) var directories: [Entry] = []
     package private(set) var files: [Entry] = []
 
-    /// The list in `bytes`, or `nil` when it is not a well-formed list.
-    package init?(_ bytes: [UInt8]) {
+    /// The list in `bytes`, or `nil` when it is not a well-formed list. The bytes are taken, not
+    /// copied, when the caller gives up its copy (a list of 1,000 files is about 140 KB).
+    package init?(_ bytes: consuming [UInt8]) {
         var terminated = bytes
+        let count = terminated.count
         terminated.append(0)
-        for index in bytes.indices {
-            switch bytes[index] {
+        for index in 0..<count {
+            switch terminated[index] {
             case 0: return nil
             case UInt8(ascii: "\n"): terminated[index] = 0
             default: continue

@@ -198,13 +198,17 @@ public struct BundleCache: Sendable {
     /// whose size or change time moved; the thorough one hashes every file.
     public func check(_ record: InstallRecord, thorough: Bool = false) -> IntegrityReport {
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
-        guard let bytes = FileReading.contents(directory + "/files.list", followingLinks: false), let list = FileListIndex(bytes) else {
+        guard let bytes = FileReading.contents(directory + "/files.list", followingLinks: false) else {
             return IntegrityReport(problems: ["the install-time file list is missing or unreadable"])
         }
         // The list must be the one written at install, whole: a list that leaves files out would let
         // them change unseen.
-        if let digest = record.fileListDigest {
-            guard SHA256Digest.hash(bytes).hexString == digest else {
+        let unchanged = record.fileListDigest.map { SHA256Digest.hash(bytes).hexString == $0 }
+        guard let list = FileListIndex(consume bytes) else {
+            return IntegrityReport(problems: ["the install-time file list is missing or unreadable"])
+        }
+        if let unchanged {
+            guard unchanged else {
                 return IntegrityReport(problems: ["the install-time file list was changed or cut short"])
             }
         } else {

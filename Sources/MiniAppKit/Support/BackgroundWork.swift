@@ -1,27 +1,34 @@
 import Dispatch
 import MiniAppCore
+import Synchronization
 
 /// Work handed to threads of its own, which ``wait()`` waits for: freeing what an install no longer
 /// needs (a 25 MB zip takes 3.5 ms to delete) while the install goes on to commit.
 final class BackgroundWork: Sendable {
     private let group = DispatchGroup()
+    /// Work handed over and not finished yet.
+    private let pending = Atomic<Int>(0)
 
     /// Runs `body` on a thread named `name`, or here when no thread can be had.
     func run(name: String, _ body: @escaping @Sendable () -> Void) {
         let group = self.group
+        pending.add(1, ordering: .relaxed)
         group.enter()
-        guard WorkerThreads.detach(name: name, {
+        let work: @Sendable () -> Void = { [self] in
             body()
+            pending.subtract(1, ordering: .releasing)
             group.leave()
-        }) else {
-            body()
-            group.leave()
+        }
+        guard WorkerThreads.detach(name: name, work) else {
+            work()
             return
         }
     }
 
-    /// Waits until everything handed over so far has finished.
+    /// Waits until everything handed over so far has finished. With nothing left, it returns at once:
+    /// a wait for nothing made a cache hit wait 0.3 ms for a continuation's first use and a queue's thread.
     func wait() async {
+        guard pending.load(ordering: .acquiring) > 0 else { return }
         await withCheckedContinuation { continuation in
             group.notify(queue: .global()) { continuation.resume() }
         }
