@@ -41,12 +41,12 @@ struct DownloadCommand: AsyncParsableCommand {
         if !moreAppIds.isEmpty, let appId = target.appId {
             try await downloadMany([appId] + moreAppIds, try options.configuration(reading: .installing))
         } else {
-            try await Self.download(target.values, force: force, options: options)
+            try await Self.download(target.values, force: force, options: options.settings)
         }
     }
 
     /// One app's download, from plain values: what `run()` does for one id, and what ``QuickCommandLine`` runs.
-    static func download(_ target: AppTarget, force: Bool, options: some CommandOptions) async throws {
+    static func download(_ target: AppTarget, force: Bool, options: CommandSettings) async throws {
         let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .installing), options: options)
         let outcome = try await options.withInstaller(configuration, needsPlatform: true) { installer in
             try await installer.download(appId: appId, versionId: versionId, force: force, progress: options.progressBar(for: appId))
