@@ -36,9 +36,37 @@ struct JSONReaderTests {
 
     @Test func refusesInvalidUTF8AndDeepNesting() {
         #expect(JSONReader.value([0x22, 0xC3, 0x28, 0x22]) == nil)
+        // Invalid UTF-8 in a string without escapes, including a cut-off sequence as long as its
+        // replacement character: each refused, as Foundation refuses it; valid text read as it is.
+        for invalid: [UInt8] in [[0x80], [0xFF], [0xC0, 0xAF], [0xE0, 0x80, 0x80], [0xF0, 0x9F, 0x98], [0xED, 0xA0, 0x80], [0x61, 0xF4, 0x90, 0x80, 0x80]] {
+            let document = [0x22] + invalid + [0x22]
+            #expect(JSONReader.value(document) == nil, "\(invalid)")
+            #expect((try? JSONDecoder().decode(JSONValue.self, from: Data(document))) == nil)
+        }
+        for valid in ["plain ascii", "caf\u{E9}", "\u{1F600}", "\u{7F}", "e\u{301}\u{FEFF}"] {
+            #expect(JSONReader.value(Array(("\"" + valid + "\"").utf8)) == .string(valid))
+        }
         #expect(JSONReader.value(Array((String(repeating: "[", count: 65) + String(repeating: "]", count: 65)).utf8)) == nil)
         #expect(JSONReader.value(Array((String(repeating: "[", count: 64) + String(repeating: "]", count: 64)).utf8)) != nil)
         #expect(JSONReader.value(Array(String(repeating: "[", count: 100_000).utf8)) == nil)
+    }
+
+    /// An icon or image URL is kept exactly when it parses, has an http or https scheme in any case, and
+    /// a host: the scheme is checked on the text before it is parsed.
+    @Test func webURLsAreTheParsedHTTPOnesWithAHost() {
+        let texts = [
+            "https://cdn.example/icon.png", "HTTPS://CDN.EXAMPLE/UP.png", "hTtP://x/", "http:x", "https:", "http://", "https://", "http:/x",
+            "ftp://cdn.example/x", "httpx://x", "http+s://x", "https+://x", "", "h", "http", "javascript:alert(1)", "https://[::1]:8080/x",
+            " http://x", "http://x y", "https://bücher.example/ü.png", "/relative/icon.png", "//cdn.example/x", "http://user@host/",
+            "https://host:99999/", "https://cdn.example/\u{1B}[31m", "httpS://x?q#f", "https\u{0}://x",
+        ]
+        for text in texts {
+            let before = URL(string: text).flatMap { url -> URL? in
+                guard let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else { return nil }
+                return url
+            }
+            #expect(AppRecord.webURL(text) == before, "\(text)")
+        }
     }
 
     @Test func readsRecordsAsTheirDecoderDoes() throws {

@@ -105,7 +105,15 @@ extension AppRecord {
 
     /// `text` as an absolute http(s) URL with a host, else `nil`.
     static func webURL(_ text: String) -> URL? {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else { return nil }
+        // A URL's scheme is what comes before its first colon: the text is parsed only when that is
+        // http or https (in any case), and the parsed scheme is not read again.
+        var scheme = text.utf8.prefix(6).makeIterator()
+        for expected in "http".utf8 {
+            guard let byte = scheme.next(), byte | 0x20 == expected else { return nil }
+        }
+        var next = scheme.next()
+        if next.map({ $0 | 0x20 }) == UInt8(ascii: "s") { next = scheme.next() }
+        guard next == UInt8(ascii: ":"), let url = URL(string: text), url.host != nil else { return nil }
         return url
     }
 }
