@@ -92,10 +92,15 @@ enum Console {
     /// Writes one JSON document to stdout: the exact values, with DEL and C1 controls escaped as JSON
     /// too (the encoder escapes only C0), so that nothing in it drives a terminal.
     static func json<Value: Encodable>(_ value: Value) throws {
+        output(try jsonData(value))
+    }
+
+    /// What ``json(_:)`` prints.
+    static func jsonData<Value: Encodable>(_ value: Value) throws -> Data {
         var data = try RecordCoding.encoder(pretty: true).encode(value)
         if data.contains(0x7F) || data.contains(0xC2) { data = escapingControls(data) }
         data.append(UInt8(ascii: "\n"))
-        output(data)
+        return data
     }
 
     /// JSON text with DEL (0x7F) and the UTF-8 of U+0080-U+009F written as `\u` escapes; in JSON they

@@ -78,9 +78,9 @@ enum ListOutput {
             member("promotionalImageUrl", record.promotionalImageUrl?.absoluteString, &out)
             member("promotionalText", record.promotionalText, &out)
             out.append(contentsOf: ",\n    \"version\" : {\n      \"versionId\" : ".utf8)
-            string(record.version.versionId, &out)
+            JSONText.string(record.version.versionId, &out)
             out.append(contentsOf: ",\n      \"versionTag\" : ".utf8)
-            if let tag = record.version.versionTag { string(tag, &out) } else { out.append(contentsOf: "null".utf8) }
+            if let tag = record.version.versionTag { JSONText.string(tag, &out) } else { out.append(contentsOf: "null".utf8) }
             out.append(contentsOf: "\n    }\n  }".utf8)
             if out.count >= chunkBytes {
                 Console.output(Data(out))
@@ -96,59 +96,7 @@ enum ListOutput {
         out.append(contentsOf: ",\n    \"".utf8)
         out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
         out.append(contentsOf: "\" : ".utf8)
-        string(value, &out)
-    }
-
-    /// `text` as JSONEncoder writes a string (`"` `\\` and C0 escaped, `\b \f \n \r \t` by name), with DEL
-    /// and C1 (U+0080-U+009F) then escaped as ``Console/escapingControls(_:)`` does.
-    private static func string(_ text: String, _ out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        // Most strings need no escape: one copy.
-        let plain = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7F || $0 == 0xC2 }) else { return false }
-            out.append(contentsOf: bytes)
-            return true
-        }
-        if plain == true {
-            out.append(UInt8(ascii: "\""))
-            return
-        }
-        var utf8 = text.utf8.makeIterator()
-        var pending: UInt8?
-        while let byte = pending ?? utf8.next() {
-            pending = nil
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
-            case 0x08: out.append(contentsOf: "\\b".utf8)
-            case 0x0C: out.append(contentsOf: "\\f".utf8)
-            case 0x0A: out.append(contentsOf: "\\n".utf8)
-            case 0x0D: out.append(contentsOf: "\\r".utf8)
-            case 0x09: out.append(contentsOf: "\\t".utf8)
-            case 0x00..<0x20, 0x7F: unicodeEscape(byte, &out)
-            case 0xC2:
-                guard let next = utf8.next() else {
-                    out.append(byte)
-                    break
-                }
-                if (0x80...0x9F).contains(next) {
-                    unicodeEscape(next, &out)
-                } else {
-                    out.append(byte)
-                    pending = next
-                }
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    private static func unicodeEscape(_ value: UInt8, _ out: inout [UInt8]) {
-        out.append(contentsOf: "\\u00".utf8)
-        out.append(hexDigits[Int(value >> 4)])
-        out.append(hexDigits[Int(value & 0xF)])
+        JSONText.string(value, &out)
     }
 
     /// `rows` as ``Console/table(_:)`` lays them out, each cell made terminal-safe as
