@@ -63,6 +63,15 @@ public enum CommandRunner {
         process.standardInput = FileHandle.nullDevice
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            // The child has its own copies once it runs: ours are closed at once rather than when this
+            // run is resumed, which on a busy suite is long after (hundreds of finished runs each held
+            // two descriptors). Past about 1,360 open descriptors, Foundation's Process.run reads past
+            // the end of its /proc/self/fd listing (it copies each entry's whole 256-byte name) and can
+            // crash the test process.
+            defer {
+                try? outHandle.close()
+                try? errHandle.close()
+            }
             do {
                 try process.run()
                 if let timeoutSeconds {
@@ -75,8 +84,6 @@ public enum CommandRunner {
                 continuation.resume(throwing: error)
             }
         }
-        try outHandle.close()
-        try errHandle.close()
         let result = CommandResult(
             status: status,
             stdout: String(decoding: try Data(contentsOf: out), as: UTF8.self),
