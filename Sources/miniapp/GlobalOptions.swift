@@ -165,7 +165,7 @@ extension CommandOptions {
         for note in outcome.notes { Console.warning(note, quiet: settings.quiet) }
         let record = outcome.record
         if settings.json {
-            Console.output(Data(JSONText.record(record) + [UInt8(ascii: "\n")]))
+            Console.output(Data(ConsoleJSON.record(record) + [UInt8(ascii: "\n")]))
             return
         }
         if !settings.quiet {

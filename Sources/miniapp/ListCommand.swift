@@ -78,9 +78,9 @@ enum ListOutput {
             member("promotionalImageUrl", record.promotionalImageUrl?.absoluteString, &out)
             member("promotionalText", record.promotionalText, &out)
             out.append(contentsOf: ",\n    \"version\" : {\n      \"versionId\" : ".utf8)
-            JSONText.string(record.version.versionId, &out)
+            ConsoleJSON.string(record.version.versionId, &out)
             out.append(contentsOf: ",\n      \"versionTag\" : ".utf8)
-            if let tag = record.version.versionTag { JSONText.string(tag, &out) } else { out.append(contentsOf: "null".utf8) }
+            if let tag = record.version.versionTag { ConsoleJSON.string(tag, &out) } else { out.append(contentsOf: "null".utf8) }
             out.append(contentsOf: "\n    }\n  }".utf8)
             if out.count >= chunkBytes {
                 Console.output(Data(out))
@@ -96,7 +96,7 @@ enum ListOutput {
         out.append(contentsOf: ",\n    \"".utf8)
         out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
         out.append(contentsOf: "\" : ".utf8)
-        JSONText.string(value, &out)
+        ConsoleJSON.string(value, &out)
     }
 
     /// `rows` as ``Console/table(_:)`` lays them out, each cell made terminal-safe as

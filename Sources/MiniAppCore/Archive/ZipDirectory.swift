@@ -395,7 +395,7 @@ package struct ZipFileReader: ZipBytes, ~Copyable {
 }
 
 /// Little-endian fields from bytes; reading past the end gives zeros (callers check `remaining`).
-private struct ByteReader {
+struct ByteReader {
     let bytes: [UInt8]
     var position: Int
 

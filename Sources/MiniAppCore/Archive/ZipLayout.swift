@@ -239,10 +239,8 @@ package struct ZipLayout: Sendable, Equatable {
                 continue
             }
             for (field, at) in [14, 18, 22].enumerated() {
-                func value(_ bytes: [UInt8]) -> UInt32 {
-                    UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24
-                }
-                let (written, real) = (value(header), value(expected))
+                var (writtenField, realField) = (ByteReader(header, at: at), ByteReader(expected, at: at))
+                let (written, real) = (writtenField.uint32(), realField.uint32())
                 guard real != 0 else { continue }
                 guard written == real || written == 0 else {
                     agrees = false

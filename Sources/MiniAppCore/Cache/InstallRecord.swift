@@ -122,8 +122,8 @@ public struct InstallRecord: Sendable, Equatable, Codable {
         case signerKey = "signerKey"
     }
 
-    /// The CLI writes the user's form of this document by hand too (`JSONText.record`): a field added
-    /// here goes there, and into the records `JSONTextTests` generates.
+    /// The CLI writes the user's form of this document by hand too (`ConsoleJSON.record`): a field added
+    /// here goes there, and into the records `ConsoleJSONTests` generates.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)

@@ -7,7 +7,7 @@ import Testing
 
 /// The hand-written JSON of an install record is byte for byte what JSONEncoder gives through
 /// `Console.json`, for every field present or absent and hostile text in every string.
-struct JSONTextTests {
+struct ConsoleJSONTests {
     /// (On a thread of its own: JSONEncoder in a debug build takes seconds for these, which the
     /// cooperative pool's two threads cannot give without holding back every other test.)
     @Test func recordsAreWrittenAsJSONEncoderWritesThem() async throws {
@@ -37,7 +37,7 @@ struct JSONTextTests {
                 record.repairedAt = maybe(dates[next(dates.count)])
                 record.transfer = maybe(Transfer(method: next(2) == 0 ? .full : .delta, fetchedBytes: sizes[next(sizes.count)], reusedBytes: sizes[next(sizes.count)]))
                 record.zipBytes = sizes[next(sizes.count)]
-                let written = Data(JSONText.record(record) + [UInt8(ascii: "\n")])
+                let written = Data(ConsoleJSON.record(record) + [UInt8(ascii: "\n")])
                 if try written != Console.jsonData(record) { mismatches.append(String(decoding: written, as: UTF8.self)) }
             }
             return mismatches
