@@ -120,7 +120,7 @@ extension CommandOptions {
         var platform: (any PlatformAPI)?
         if !configuration.offline {
             if configuration.platform != nil {
-                platform = try Platforms.open(configuration, logger: logger)
+                platform = try Platforms.open(configuration, connections: .perRequest(threadPool: .singleton), logger: logger)
             } else if needsPlatform {
                 throw ConfigurationError.missingPlatform
             }
@@ -184,6 +184,6 @@ extension CommandOptions {
 
     /// Runs `body` with a client for the configured platform, shut down afterwards.
     func withPlatform<Result: Sendable>(_ configuration: MiniAppConfiguration, _ body: (any PlatformAPI) async throws -> Result) async throws -> Result {
-        try await Platforms.with(configuration, logger: logger, body)
+        try await Platforms.with(configuration, connections: .perRequest(threadPool: .singleton), logger: logger, body)
     }
 }

@@ -39,11 +39,25 @@ let sampleFixture = PlatformFixture(
     previewCodes: ["tok-1": "app-hello"]
 )
 
+/// The two ways a client reaches its platform; tests of the transport run over both.
+enum Transport: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case pooled, perRequest
+
+    var connections: PlatformConnections {
+        switch self {
+        case .pooled: .pooled
+        case .perRequest: .perRequest(threadPool: .singleton)
+        }
+    }
+
+    var testDescription: String { rawValue }
+}
+
 func withClient<Result: Sendable>(
-    _ server: TestHTTPServer, projectId: String = "proj-1", key: String? = nil, preview: Bool = false,
+    _ server: TestHTTPServer, transport: Transport = .pooled, projectId: String = "proj-1", key: String? = nil, preview: Bool = false,
     network: NetworkSettings = fastNetwork, _ body: (PlatformClient) async throws -> Result
 ) async throws -> Result {
-    let client = PlatformClient(baseURL: server.baseURL, projectId: projectId, subscriptionKey: key, preview: preview, network: network)
+    let client = PlatformClient(baseURL: server.baseURL, projectId: projectId, subscriptionKey: key, preview: preview, network: network, connections: transport.connections)
     do {
         let result = try await body(client)
         try await client.shutdown()
@@ -61,9 +75,10 @@ final class Counter: Sendable {
 }
 
 @Suite struct PlatformClientTests {
-    @Test func listsPublishedAppsWithLenientOptionalFields() async throws {
+    @Test(arguments: Transport.allCases)
+    func listsPublishedAppsWithLenientOptionalFields(transport: Transport) async throws {
         try await withTestServer({ sampleFixture.handle($0) }) { server in
-            let apps = try await withClient(server) { try await $0.listApps() }
+            let apps = try await withClient(server, transport: transport) { try await $0.listApps() }
             #expect(apps.map(\.id) == ["app-hello", "app-weather"])
             #expect(apps[0].version == AppVersion(versionId: "ver-2", versionTag: "2.0.0"))
             #expect(apps[0].icon == URL(string: "https://cdn.example/icon.png"))
@@ -72,9 +87,10 @@ final class Counter: Sendable {
         }
     }
 
-    @Test func previewModeUsesThePreviewPaths() async throws {
+    @Test(arguments: Transport.allCases)
+    func previewModeUsesThePreviewPaths(transport: Transport) async throws {
         try await withTestServer({ sampleFixture.handle($0) }) { server in
-            try await withClient(server, preview: true) { client in
+            try await withClient(server, transport: transport, preview: true) { client in
                 let apps = try await client.listApps()
                 #expect(apps.map(\.version.versionId) == ["ver-3", "w-1", "d-1"])
                 let latest = try await client.latestVersion(ofApp: "app-hello")
@@ -91,10 +107,11 @@ final class Counter: Sendable {
         }
     }
 
-    @Test(arguments: [("plain-key", "ras-plain-key"), ("ras-prefixed", "ras-prefixed")])
-    func sendsTheDocumentedHeaders(key: String, expected: String) async throws {
+    @Test(arguments: [("plain-key", "ras-plain-key"), ("ras-prefixed", "ras-prefixed")], Transport.allCases)
+    func sendsTheDocumentedHeaders(pair: (key: String, expected: String), transport: Transport) async throws {
+        let (key, expected) = pair
         try await withTestServer({ sampleFixture.handle($0) }) { server in
-            _ = try await withClient(server, key: key) { try await $0.listApps() }
+            _ = try await withClient(server, transport: transport, key: key) { try await $0.listApps() }
             let request = try #require(server.requests.first)
             #expect(request.header("apiKey") == expected)
             #expect(request.header("User-Agent") == "miniapp/\(PackageInfo.version)")
@@ -104,16 +121,18 @@ final class Counter: Sendable {
         }
     }
 
-    @Test func omitsTheKeyHeaderWhenTheKeyIsEmpty() async throws {
+    @Test(arguments: Transport.allCases)
+    func omitsTheKeyHeaderWhenTheKeyIsEmpty(transport: Transport) async throws {
         try await withTestServer({ sampleFixture.handle($0) }) { server in
-            _ = try await withClient(server, key: "") { try await $0.listApps() }
+            _ = try await withClient(server, transport: transport, key: "") { try await $0.listApps() }
             #expect(server.requests.first?.header("apiKey") == nil)
         }
     }
 
-    @Test func latestVersionAndGivenVersions() async throws {
+    @Test(arguments: Transport.allCases)
+    func latestVersionAndGivenVersions(transport: Transport) async throws {
         try await withTestServer({ sampleFixture.handle($0) }) { server in
-            try await withClient(server) { client in
+            try await withClient(server, transport: transport) { client in
                 #expect(try await client.latestVersion(ofApp: "app-hello").version.versionTag == "2.0.0")
                 let older = try await client.app("app-hello", version: "ver-1")
                 #expect(older.version == AppVersion(versionId: "ver-1", versionTag: nil))
@@ -125,9 +144,10 @@ final class Counter: Sendable {
         }
     }
 
-    @Test func fileManifestCarriesSignatureAndKeyId() async throws {
+    @Test(arguments: Transport.allCases)
+    func fileManifestCarriesSignatureAndKeyId(transport: Transport) async throws {
         try await withTestServer({ sampleFixture.handle($0) }) { server in
-            let manifest = try await withClient(server) { try await $0.fileManifest(appId: "app-hello", versionId: "ver-2") }
+            let manifest = try await withClient(server, transport: transport) { try await $0.fileManifest(appId: "app-hello", versionId: "ver-2") }
             #expect(manifest.urls == [URL(string: "https://cdn.example/min-app-hello/ver-2/app.zip")!])
             #expect(manifest.publicKeyId == "key-1")
             #expect(manifest.signature == "MEUCIQ==")
@@ -186,74 +206,82 @@ final class Counter: Sendable {
 
     @Test(arguments: [
         (400, ErrorCategory.usage), (401, .notAllowed), (403, .notAllowed), (404, .notFound), (418, .badData),
-    ])
-    func errorStatusesMapToTheirCategoryWithoutRetry(status: Int, category: ErrorCategory) async throws {
+    ], Transport.allCases)
+    func errorStatusesMapToTheirCategoryWithoutRetry(expected: (status: Int, category: ErrorCategory), transport: Transport) async throws {
+        let (status, category) = expected
         try await withTestServer({ _ in .error(status, "nope") }) { server in
-            let error = await #expect(throws: PlatformError.self) { try await withClient(server) { try await $0.listApps() } }
+            let error = await #expect(throws: PlatformError.self) { try await withClient(server, transport: transport) { try await $0.listApps() } }
             #expect(error?.category == category)
             #expect(server.requests.count == 1)
         }
     }
 
-    @Test func unauthorizedMessageComesFromEitherBodyShape() async throws {
+    @Test(arguments: Transport.allCases)
+    func unauthorizedMessageComesFromEitherBodyShape(transport: Transport) async throws {
         let body = #"{"error": "invalid_client", "error_description": "bad key"}"#
         try await withTestServer({ _ in .json(body, status: 401) }) { server in
-            let error = await #expect(throws: PlatformError.self) { try await withClient(server) { try await $0.listApps() } }
+            let error = await #expect(throws: PlatformError.self) { try await withClient(server, transport: transport) { try await $0.listApps() } }
             #expect(error == .unauthorized(resource: "the app list", status: 401, message: "bad key"))
         }
     }
 
-    @Test func serverErrorBurstIsRetriedUntilSuccess() async throws {
+    @Test(arguments: Transport.allCases)
+    func serverErrorBurstIsRetriedUntilSuccess(transport: Transport) async throws {
         let counter = Counter()
         try await withTestServer({ request in
             counter.next() <= 2 ? .error(503, "busy") : sampleFixture.handle(request)
         }) { server in
-            let apps = try await withClient(server) { try await $0.listApps() }
+            let apps = try await withClient(server, transport: transport) { try await $0.listApps() }
             #expect(apps.count == 2)
             #expect(server.requests.count == 3)
         }
     }
 
-    @Test func persistentServerErrorFailsAsUnavailableAfterTheAttempts() async throws {
+    @Test(arguments: Transport.allCases)
+    func persistentServerErrorFailsAsUnavailableAfterTheAttempts(transport: Transport) async throws {
         try await withTestServer({ _ in .error(500, "down") }) { server in
-            let error = await #expect(throws: PlatformError.self) { try await withClient(server) { try await $0.listApps() } }
+            let error = await #expect(throws: PlatformError.self) { try await withClient(server, transport: transport) { try await $0.listApps() } }
             #expect(error == .serverError(resource: "the app list", status: 500, attempts: 4))
             #expect(error?.category == .unavailable)
             #expect(server.requests.count == 4)
         }
     }
 
-    @Test func rateLimitHonoursRetryAfter() async throws {
+    @Test(arguments: Transport.allCases)
+    func rateLimitHonoursRetryAfter(transport: Transport) async throws {
         let counter = Counter()
         try await withTestServer({ request in
             counter.next() == 1 ? .error(429, "slow down", headers: [("Retry-After", "1")]) : sampleFixture.handle(request)
         }) { server in
             let start = ContinuousClock.now
-            _ = try await withClient(server) { try await $0.listApps() }
+            _ = try await withClient(server, transport: transport) { try await $0.listApps() }
             #expect(ContinuousClock.now - start >= .milliseconds(900), "the client waited as Retry-After asked")
             #expect(server.requests.count == 2)
         }
     }
 
-    @Test func rateLimitBeyondTheCapFailsAtOnce() async throws {
+    @Test(arguments: Transport.allCases)
+    func rateLimitBeyondTheCapFailsAtOnce(transport: Transport) async throws {
         try await withTestServer({ _ in .error(429, "later", headers: [("Retry-After", "3600")]) }) { server in
-            let error = await #expect(throws: PlatformError.self) { try await withClient(server) { try await $0.listApps() } }
+            let error = await #expect(throws: PlatformError.self) { try await withClient(server, transport: transport) { try await $0.listApps() } }
             #expect(error == .rateLimited(resource: "the app list", retryAfterSeconds: 3600))
             #expect(server.requests.count == 1)
         }
     }
 
-    @Test func droppedConnectionIsRetried() async throws {
+    @Test(arguments: Transport.allCases)
+    func droppedConnectionIsRetried(transport: Transport) async throws {
         let counter = Counter()
         try await withTestServer({ request in
             counter.next() == 1 ? StubResponse(action: .drop) : sampleFixture.handle(request)
         }) { server in
-            let apps = try await withClient(server) { try await $0.listApps() }
+            let apps = try await withClient(server, transport: transport) { try await $0.listApps() }
             #expect(apps.count == 2)
         }
     }
 
-    @Test func truncatedAnswerIsRetried() async throws {
+    @Test(arguments: Transport.allCases)
+    func truncatedAnswerIsRetried(transport: Transport) async throws {
         let counter = Counter()
         try await withTestServer({ request in
             if counter.next() == 1 {
@@ -263,17 +291,18 @@ final class Counter: Sendable {
             }
             return sampleFixture.handle(request)
         }) { server in
-            let apps = try await withClient(server) { try await $0.listApps() }
+            let apps = try await withClient(server, transport: transport) { try await $0.listApps() }
             #expect(apps.count == 2)
         }
     }
 
-    @Test func stalledServerTimesOutAsUnreachable() async throws {
+    @Test(arguments: Transport.allCases)
+    func stalledServerTimesOutAsUnreachable(transport: Transport) async throws {
         var network = fastNetwork
         network.readTimeout = .milliseconds(200)
         network.retry.maxAttempts = 2
         try await withTestServer({ _ in StubResponse(action: .stall) }) { server in
-            let error = await #expect(throws: PlatformError.self) { try await withClient(server, network: network) { try await $0.listApps() } }
+            let error = await #expect(throws: PlatformError.self) { try await withClient(server, transport: transport, network: network) { try await $0.listApps() } }
             guard case .unreachable(_, _, let attempts)? = error else {
                 Issue.record("expected unreachable, got \(String(describing: error))")
                 return
@@ -282,30 +311,37 @@ final class Counter: Sendable {
         }
     }
 
-    @Test func slowButCompleteAnswerSucceeds() async throws {
+    @Test(arguments: Transport.allCases)
+    func slowButCompleteAnswerSucceeds(transport: Transport) async throws {
         try await withTestServer({ request in
             var response = sampleFixture.handle(request)
             response.delay = .milliseconds(300)
             return response
         }) { server in
-            let apps = try await withClient(server) { try await $0.listApps() }
+            let apps = try await withClient(server, transport: transport) { try await $0.listApps() }
             #expect(apps.count == 2)
         }
     }
 
-    @Test func closedPortFailsAsUnreachable() async throws {
+    @Test(arguments: Transport.allCases)
+    func closedPortFailsAsUnreachable(transport: Transport) async throws {
         let port = try await withTestServer({ _ in .error(500) }) { $0.port }
-        let client = PlatformClient(baseURL: URL(string: "http://127.0.0.1:\(port)/")!, projectId: "p", network: fastNetwork)
+        let client = PlatformClient(baseURL: URL(string: "http://127.0.0.1:\(port)/")!, projectId: "p", network: fastNetwork, connections: transport.connections)
         let error = await #expect(throws: PlatformError.self) { try await client.listApps() }
         try await client.shutdown()
         #expect(error?.category == .unavailable)
+        // Refused is certain: no retry.
+        guard case .unreachable(_, let reason, let attempts)? = error else { return }
+        #expect(attempts == 1)
+        #expect(reason.contains("refused"))
     }
 
-    @Test func totalBudgetBoundsTheRetries() async throws {
+    @Test(arguments: Transport.allCases)
+    func totalBudgetBoundsTheRetries(transport: Transport) async throws {
         var network = fastNetwork
         network.retry = RetryPolicy(maxAttempts: 100, initialDelay: .milliseconds(100), maxDelay: .milliseconds(100), totalBudget: .milliseconds(700))
         try await withTestServer({ _ in .error(502) }) { server in
-            await #expect(throws: PlatformError.self) { try await withClient(server, network: network) { try await $0.listApps() } }
+            await #expect(throws: PlatformError.self) { try await withClient(server, transport: transport, network: network) { try await $0.listApps() } }
             // 100 attempts were allowed; a budget of 0.7 s at 0.1 s apart leaves room for about 8.
             #expect(server.requests.count < 20)
         }
@@ -356,19 +392,21 @@ final class Counter: Sendable {
         }
     }
 
-    @Test func oversizedAnswerIsRefused() async throws {
+    @Test(arguments: Transport.allCases)
+    func oversizedAnswerIsRefused(transport: Transport) async throws {
         var network = fastNetwork
         network.maxResponseBytes = 1024
         let huge = "[" + Array(repeating: #"{"id": "a", "version": {"versionId": "v"}}"#, count: 200).joined(separator: ",") + "]"
         try await withTestServer({ _ in .json(huge) }) { server in
-            let error = await #expect(throws: PlatformError.self) { try await withClient(server, network: network) { try await $0.listApps() } }
+            let error = await #expect(throws: PlatformError.self) { try await withClient(server, transport: transport, network: network) { try await $0.listApps() } }
             #expect(error?.category == .badData)
         }
     }
 
-    @Test func errorTextNeverRepeatsTheSubscriptionKey() async throws {
+    @Test(arguments: Transport.allCases)
+    func errorTextNeverRepeatsTheSubscriptionKey(transport: Transport) async throws {
         try await withTestServer({ request in .error(403, "key \(request.header("apiKey") ?? "") is revoked") }) { server in
-            let error = await #expect(throws: PlatformError.self) { try await withClient(server, key: "top-secret-123") { try await $0.listApps() } }
+            let error = await #expect(throws: PlatformError.self) { try await withClient(server, transport: transport, key: "top-secret-123") { try await $0.listApps() } }
             let text = try #require(error?.description)
             #expect(!text.contains("top-secret-123"))
             #expect(text.contains("***"))

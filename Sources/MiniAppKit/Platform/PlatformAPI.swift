@@ -27,10 +27,11 @@ public protocol PlatformAPI: Sendable {
 public enum Platforms {
     /// A ``PlatformClient`` for a URL, a ``RegistryPlatform`` for a registry directory.
     /// A host may give its own `httpClient` for a remote platform (see ``PlatformClient``) and the
-    /// `threadPool` that a registry directory is read on.
+    /// `threadPool` that a registry directory is read on; a short-lived process may ask for
+    /// `connections: .perRequest(threadPool:)` (see ``PlatformConnections``).
     public static func open(
         _ configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil, threadPool: NIOThreadPool = .singleton,
-        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
+        connections: PlatformConnections = .pooled, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws -> any PlatformAPI {
         switch configuration.platform {
         case nil:
@@ -38,16 +39,17 @@ public enum Platforms {
         case .registry(let path)?:
             return try RegistryPlatform(root: path, preview: configuration.preview, threadPool: threadPool)
         case .remote?:
-            return try PlatformClient(configuration: configuration, httpClient: httpClient, logger: logger)
+            return try PlatformClient(configuration: configuration, httpClient: httpClient, connections: connections, logger: logger)
         }
     }
 
     /// Runs `body` with the configured platform and closes it afterwards.
     public static func with<Result: Sendable>(
-        _ configuration: MiniAppConfiguration, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() }),
+        _ configuration: MiniAppConfiguration, connections: PlatformConnections = .pooled,
+        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ body: (any PlatformAPI) async throws -> Result
     ) async throws -> Result {
-        let platform = try open(configuration, logger: logger)
+        let platform = try open(configuration, connections: connections, logger: logger)
         do {
             let result = try await body(platform)
             await platform.close()

@@ -30,7 +30,8 @@ extension PlatformClient {
     /// GETs `path` under the base URL and returns the 2xx answer, retrying connection errors, 5xx and
     /// 429 within the retry policy, and mapping every other failure to a ``PlatformError``.
     func get(path: String, query: [(String, String)] = [], resource: String) async throws -> HTTPAnswer {
-        let url = baseURL.absoluteString + path + Self.queryString(query)
+        let target = path + Self.queryString(query)
+        let url = baseURL.absoluteString + target
         let policy = network.retry
         let clock = ContinuousClock()
         let deadline = clock.now + policy.totalBudget
@@ -42,7 +43,7 @@ extension PlatformClient {
             var delay = policy.backoff(beforeRetry: attempt)
             logger.debug("platform request", metadata: ["url": "\(url)", "attempt": "\(attempt)"])
             do {
-                let answer = try await send(url: url, until: deadline)
+                let answer = try await send(url: url, target: target, until: deadline)
                 switch answer.status {
                 case 200..<300:
                     return answer
@@ -66,6 +67,11 @@ extension PlatformClient {
                 throw PlatformError.unreachable(resource: resource, reason: error.description, attempts: attempt)
             } catch is NIOTooManyBytesError {
                 throw PlatformError.invalidResponse(resource: resource, reason: "it is larger than \(network.maxResponseBytes) bytes")
+            } catch DirectHTTPError.tooLarge {
+                throw PlatformError.invalidResponse(resource: resource, reason: "it is larger than \(network.maxResponseBytes) bytes")
+            } catch let error as DirectHTTPError {
+                if case .invalidHeader = error { throw PlatformError.unreachable(resource: resource, reason: error.description, attempts: attempt) }
+                failure = .unreachable(resource: resource, reason: error.description, attempts: attempt)
             } catch {
                 if let clientError = error as? HTTPClientError, clientError == .cancelled { throw CancellationError() }
                 failure = .unreachable(resource: resource, reason: Self.describe(error), attempts: attempt)
@@ -78,13 +84,27 @@ extension PlatformClient {
         }
     }
 
-    private func send(url: String, until deadline: ContinuousClock.Instant) async throws -> HTTPAnswer {
+    /// Sends one GET of `target` (path and query under the base URL), on a connection of its own when
+    /// the client was made with ``PlatformConnections/perRequest(threadPool:)`` for a plain `http://`
+    /// platform, else through AsyncHTTPClient.
+    private func send(url: String, target: String, until deadline: ContinuousClock.Instant) async throws -> HTTPAnswer {
+        if let direct {
+            let canceller = SocketCanceller()
+            let (headers, network) = (requestHeaders, network)
+            return try await withTaskCancellationHandler {
+                try await direct.threadPool.runIfActive {
+                    try DirectHTTP.get(direct.endpoint, target: direct.endpoint.basePath + target, headers: headers, network: network, deadline: deadline, canceller: canceller)
+                }
+            } onCancel: {
+                canceller.cancel()
+            }
+        }
         var request = HTTPClientRequest(url: url)
         request.method = .GET
         request.headers = requestHeaders
         let remaining = deadline - ContinuousClock.now
         guard remaining > .zero else { throw HTTPClientError.deadlineExceeded }
-        let response = try await connections.execute(request, deadline: .now() + remaining.timeAmount)
+        let response = try await httpConnections.execute(request, deadline: .now() + remaining.timeAmount)
         let body = try await response.body.collect(upTo: network.maxResponseBytes)
         return HTTPAnswer(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
     }
