@@ -576,7 +576,9 @@ final class ListingCache: Sendable {
             return entry.body
         }
         let body = make()
-        entries.withLockedValue { $0[preview] = Entry(stamp: stamp, expires: now + .seconds(1), body: body) }
+        // The second counts from when the body is ready: a list that takes longer than that to build
+        // (10,000 apps on a slow disk) would otherwise be built anew for every request.
+        entries.withLockedValue { $0[preview] = Entry(stamp: stamp, expires: .now + .seconds(1), body: body) }
         return body
     }
 }

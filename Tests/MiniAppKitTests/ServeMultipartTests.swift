@@ -1,3 +1,6 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
 import Testing
 
 @testable import MiniAppRegistry
@@ -20,5 +23,25 @@ import Testing
             #expect(spans.first?.lowerBound == range.lowerBound && spans.last?.upperBound == range.upperBound)
             #expect(zip(spans, spans.dropFirst()).allSatisfy { $0.upperBound == $1.lowerBound })
         }
+    }
+}
+
+/// `serve`'s cache of encoded app lists.
+@Suite struct ListingCacheTests {
+    @Test func aListSlowerToBuildThanTheCacheLastsIsStillReused() {
+        let cache = ListingCache()
+        let builds = NIOLockedValueBox(0)
+        let make = { () -> ByteBuffer in
+            builds.withLockedValue { $0 += 1 }
+            // Longer than the second a body is kept: the second must count from when the body is ready.
+            Thread.sleep(forTimeInterval: 1.2)
+            return ByteBuffer(string: "[]")
+        }
+        _ = cache.body(preview: false, stamp: 1, make: make)
+        _ = cache.body(preview: false, stamp: 1, make: make)
+        #expect(builds.withLockedValue { $0 } == 1)
+        // A moved generation is never served from the cache.
+        _ = cache.body(preview: false, stamp: 2, make: { builds.withLockedValue { $0 += 1 }; return ByteBuffer(string: "[]") })
+        #expect(builds.withLockedValue { $0 } == 2)
     }
 }
