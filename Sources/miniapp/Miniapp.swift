@@ -42,12 +42,7 @@ struct Miniapp: AsyncParsableCommand {
         }
         // `download <app-id> [--version <id>]` and `list` in their plain forms skip ArgumentParser.
         if let command = QuickCommandLine.command(Array(CommandLine.arguments.dropFirst())) {
-            do {
-                try await command.run()
-            } catch {
-                exitForFailure(error)
-            }
-            finish()
+            await runAndExit(command)
         }
         let command: any ParsableCommand
         do {
@@ -66,6 +61,18 @@ struct Miniapp: AsyncParsableCommand {
                 var syncCommand = command
                 try syncCommand.run()
             }
+        } catch {
+            exitForFailure(error)
+        }
+        finish()
+    }
+
+    /// Runs a quick command and exits on the thread that ran its end. Called from the main actor, the
+    /// function runs on the global executor: the exit no longer waits for the main actor, whose queue
+    /// (the main thread parked in `dispatch_main`) gets a new thread for it.
+    nonisolated private static func runAndExit(_ command: QuickCommandLine.Command) async -> Never {
+        do {
+            try await command.run()
         } catch {
             exitForFailure(error)
         }

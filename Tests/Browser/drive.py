@@ -67,7 +67,7 @@ def browser():
     return webdriver.Chrome(service=Service('/usr/bin/chromedriver'), options=options)
 
 
-def wait(predicate, what, seconds=20):
+def wait(predicate, what, seconds=60):
     deadline = time.time() + seconds
     while time.time() < deadline:
         try:
@@ -108,7 +108,7 @@ def main():
     extra = ('--permission-store', STORE) if STORE else ()
     url, port = start_run('probe', cache, extra)
     driver = browser()
-    driver.set_script_timeout(30)
+    driver.set_script_timeout(60)
     try:
         driver.get(url)
         gate = wait(lambda: driver.find_element(By.ID, 'gate').is_displayed() and driver.find_element(By.ID, 'gate'), 'the launch gate asks before the app starts')
