@@ -80,6 +80,18 @@ def wait(predicate, what, seconds=60):
     check(False, what, '(timed out)' + (' ' + DEBUG() if DEBUG else ''))
 
 
+def click(find, what, seconds=60):
+    """Clicks the element `find()` returns once it is shown and enabled: a page may still be drawing it
+    (under load, the second app's gate was found before it could be clicked)."""
+    def attempt():
+        element = find()
+        if not (element.is_displayed() and element.is_enabled()):
+            return False
+        element.click()
+        return True
+    wait(attempt, what, seconds)
+
+
 def call(driver, expression):
     """Runs `expression` (a promise) in the current frame; returns {'ok': value} or {'err': text, 'name': ...}."""
     return driver.execute_async_script(
@@ -114,12 +126,12 @@ def main():
         gate = wait(lambda: driver.find_element(By.ID, 'gate').is_displayed() and driver.find_element(By.ID, 'gate'), 'the launch gate asks before the app starts')
         check('To greet you by name <b>really</b>.' in gate.text, 'the gate shows the manifest reason as text', gate.text)
         check(len(driver.find_elements(By.ID, 'miniapp-frame')) == 0, 'no frame while the gate is closed')
-        driver.find_element(By.ID, 'gate-deny').click()
+        click(lambda: driver.find_element(By.ID, 'gate-deny'), 'click gate-deny')
         wait(lambda: 'rakuten.miniapp.user.USER_NAME' in driver.find_element(By.ID, 'gate-message').text, 'a denial says which permission is missing')
         check(len(driver.find_elements(By.ID, 'miniapp-frame')) == 0, 'a denial keeps the app closed')
         files = status(urllib.request.Request('http://127.0.0.1:%d/' % port, headers={'Host': 'probe.localhost:%d' % port}))
         check(files == 403, 'files are refused while the gate is closed', str(files))
-        driver.find_element(By.ID, 'gate-allow').click()
+        click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow')
         listed = json.loads(miniapp('cache', 'list', '--cache-dir', cache, '--json').stdout)
         folder = [record['path'] for record in listed if record['id'] == 'probe'][0]
         os.symlink('/etc/hostname', folder + '/planted.txt')
@@ -166,8 +178,8 @@ def main():
         check(flood == {'ok': 'sent'}, 'the app requests the host page 300 times (to push the real session out)')
 
         driver.switch_to.default_content()
-        driver.find_element(By.CSS_SELECTOR, '#prompt-items input[data-permission="rakuten.miniapp.user.CONTACT_LIST"]').click()
-        driver.find_element(By.ID, 'prompt-confirm').click()
+        click(lambda: driver.find_element(By.CSS_SELECTOR, '#prompt-items input[data-permission="rakuten.miniapp.user.CONTACT_LIST"]'), 'click #prompt-items input[data-permission="rakuten.miniapp.user.CONTACT_LIST')
+        click(lambda: driver.find_element(By.ID, 'prompt-confirm'), 'click prompt-confirm')
         into_app(driver)
         asked = wait(lambda: driver.execute_script('return window.__asked'), 'requestCustomPermissions is answered after the click')
         statuses = {p['name']: p['status'] for p in asked['permissions']}
@@ -181,7 +193,7 @@ def main():
         # Tokens: gated by ACCESS_TOKEN and by the manifest's audiences and scopes.
         check(call(driver, 'MiniAppBridge.getAccessToken("rae", ["idinfo_read_openid"])').get('name') == 'userDenied', 'getAccessToken is denied while ACCESS_TOKEN is undecided')
         driver.switch_to.default_content()
-        driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.ACCESS_TOKEN"] button[data-action="allow"]').click()
+        click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.ACCESS_TOKEN"] button[data-action="allow"]'), 'click #permissions [data-permission="rakuten.miniapp.user.ACCESS_TOKEN"] but')
         wait(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.ACCESS_TOKEN"]').get_attribute('data-status') == 'ALLOWED', 'the host page grants ACCESS_TOKEN')
         into_app(driver)
         token = call(driver, 'MiniAppBridge.getAccessToken("rae", ["idinfo_read_openid"]).then(function (t) { return {token: t.token, date: t.validUntil instanceof Date, scopes: t.scopes}; })')
@@ -213,13 +225,13 @@ def main():
 
         # Revoking a required permission closes the gate.
         driver.switch_to.default_content()
-        driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.USER_NAME"] button[data-action="revoke"]').click()
+        click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.USER_NAME"] button[data-action="revoke"]'), 'click #permissions [data-permission="rakuten.miniapp.user.USER_NAME"] button')
         wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and driver.find_element(By.ID, 'gate').is_displayed(), 'revoking USER_NAME closes the app')
 
         # A second app on the same cache and store: its own origin, its own storage.
         url_two, port_two = start_run('probe-two', cache, extra)
         driver.get(url_two)
-        driver.find_element(By.ID, 'gate-allow').click()
+        click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow')
         into_app(driver)
         check(call(driver, 'MiniAppBridge.getSecureStorageItem("greeting")') == {'ok': None}, 'secure storage is isolated between apps')
         other_id = call(driver, 'MiniAppBridge.getUniqueId()')['ok']
@@ -235,25 +247,24 @@ def main():
             url_three, _ = start_run('js-sample', cache, extra)
             driver.get(url_three)
             wait(lambda: driver.find_element(By.ID, 'gate').is_displayed(), 'the sample asks for its required permissions')
-            driver.find_element(By.ID, 'gate-allow').click()
+            click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow')
             into_app(driver)
             body = wait(lambda: (lambda t: t if 'Ready' in t and '3.2.1' in t else None)(driver.find_element(By.TAG_NAME, 'body').text), 'the sample landing page shows the host answers', 40)
             for expected in ['3.2.1', 'ja-JP', 'Web', 'Ready', '0.1.0']:
                 check(expected in body, 'the sample landing page shows ' + expected, body[-600:])
-            driver.find_element(By.XPATH, '//*[normalize-space(text())="Fetch Unique ID"]').click()
-            button = wait(lambda: driver.find_element(By.XPATH, '//button[contains(., "MESSAGING") or contains(., "Messaging") or contains(., "UNIQUE") or contains(., "Unique")]'), 'the sample unique-id page')
-            button.click()
+            click(lambda: driver.find_element(By.XPATH, '//*[normalize-space(text())="Fetch Unique ID"]'), 'click //*[normalize-space(text())="Fetch Unique ID"]')
+            click(lambda: driver.find_element(By.XPATH, '//button[contains(., "MESSAGING") or contains(., "Messaging") or contains(., "UNIQUE") or contains(., "Unique")]'), 'the sample unique-id page')
             wait(lambda: re.search(r'[0-9a-f]{64}', driver.find_element(By.TAG_NAME, 'body').text), 'the sample unique-id page shows an id from the bridge')
             # Its user-details page: name and photo (allowed at the gate), contacts through a prompt.
-            driver.find_element(By.XPATH, '//*[normalize-space(text())="User Details"]').click()
-            wait(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="fetchNamePhotoButton"]'), 'the sample user-details page').click()
+            click(lambda: driver.find_element(By.XPATH, '//*[normalize-space(text())="User Details"]'), 'click //*[normalize-space(text())="User Details"]')
+            click(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="fetchNamePhotoButton"]'), 'the sample user-details page')
             wait(lambda: 'Aiko Tanaka' in driver.find_element(By.TAG_NAME, 'body').get_attribute('innerHTML'), 'the sample shows the user name from the bridge')
-            driver.find_element(By.XPATH, '//*[@role="tab"][normalize-space(.)="Contacts"]').click()
-            wait(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="fetchContactsButton"]'), 'the sample contacts tab').click()
+            click(lambda: driver.find_element(By.XPATH, '//*[@role="tab"][normalize-space(.)="Contacts"]'), 'click //*[@role="tab"][normalize-space(.)="Contacts"]')
+            click(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="fetchContactsButton"]'), 'the sample contacts tab')
             driver.switch_to.default_content()
             wait(lambda: driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'the sample asks for CONTACT_LIST through the host page')
             check('Describe your reason here (optional).' in driver.find_element(By.ID, 'miniapp-prompt').text, 'the prompt shows the sample manifest\'s localised reason')
-            driver.find_element(By.ID, 'prompt-allow-all').click()
+            click(lambda: driver.find_element(By.ID, 'prompt-allow-all'), 'click prompt-allow-all')
             into_app(driver)
             wait(lambda: 'ken@example.com' in driver.find_element(By.TAG_NAME, 'body').get_attribute('innerHTML'), 'the sample shows the contacts once allowed')
             print('ok: the real sample runs through the bridge')
@@ -273,7 +284,7 @@ def main():
             check('page' in answer, 'the reference host loads the sample and names its page', str(answer))
             driver.get(answer['page'])
             wait(lambda: driver.find_element(By.ID, 'gate').is_displayed(), 'the reference host asks for the required permissions')
-            driver.find_element(By.ID, 'gate-allow').click()
+            click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow')
             into_app(driver)
             body = wait(lambda: (lambda t: t if 'Ready' in t and 'Web' in t else None)(driver.find_element(By.TAG_NAME, 'body').text), 'the sample runs in the reference host', 40)
             check('Ready' in body, 'the sample landing page shows Ready in the reference host')
