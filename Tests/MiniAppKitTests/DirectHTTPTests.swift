@@ -19,7 +19,7 @@ import Testing
         let server = RawHTTPServer(answer)
         let client = PlatformClient(
             baseURL: URL(string: "http://127.0.0.1:\(server.port)/\(path)")!, projectId: "p", subscriptionKey: key,
-            network: network, connections: .perRequest(threadPool: .singleton))
+            network: network, connections: .perRequest(threadPool: directTestPool))
         let result: Result<[AppRecord], any Error>
         do {
             result = .success(try await client.listApps())
@@ -136,7 +136,7 @@ import Testing
     }
 
     @Test func aNameThatDoesNotResolveFailsAtOnce() async throws {
-        let client = PlatformClient(baseURL: URL(string: "http://no-such-host.invalid/")!, projectId: "p", network: fastNetwork, connections: .perRequest(threadPool: .singleton))
+        let client = PlatformClient(baseURL: URL(string: "http://no-such-host.invalid/")!, projectId: "p", network: fastNetwork, connections: .perRequest(threadPool: directTestPool))
         let error = await #expect(throws: PlatformError.self) { try await client.listApps() }
         try await client.shutdown()
         guard case .unreachable(_, let reason, let attempts)? = error else {
@@ -149,7 +149,7 @@ import Testing
 
     @Test func localhostReachesAServerOnTheIPv4LoopbackOnly() async throws {
         let server = RawHTTPServer { _ in .init(Self.head("HTTP/1.1 200 OK", "Content-Length: \(Self.list.utf8.count)") + Self.list) }
-        let client = PlatformClient(baseURL: URL(string: "http://localhost:\(server.port)")!, projectId: "p", network: fastNetwork, connections: .perRequest(threadPool: .singleton))
+        let client = PlatformClient(baseURL: URL(string: "http://localhost:\(server.port)")!, projectId: "p", network: fastNetwork, connections: .perRequest(threadPool: directTestPool))
         let apps = try await client.listApps()
         try await client.shutdown()
         server.stop()
@@ -163,7 +163,7 @@ import Testing
         var network = fastNetwork
         network.readTimeout = .seconds(600)
         network.connectTimeout = .seconds(600)
-        let client = PlatformClient(baseURL: server.baseURL, projectId: "p", network: network, connections: .perRequest(threadPool: .singleton))
+        let client = PlatformClient(baseURL: server.baseURL, projectId: "p", network: network, connections: .perRequest(threadPool: directTestPool))
         let task = Task { try await client.listApps() }
         while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         task.cancel()
@@ -174,8 +174,8 @@ import Testing
     }
 
     @Test func anHTTPSPlatformIsLeftToAsyncHTTPClient() {
-        let secure = PlatformClient(baseURL: URL(string: "https://platform.example/")!, projectId: "p", connections: .perRequest(threadPool: .singleton))
-        let plain = PlatformClient(baseURL: URL(string: "http://platform.example:8080/base")!, projectId: "p", connections: .perRequest(threadPool: .singleton))
+        let secure = PlatformClient(baseURL: URL(string: "https://platform.example/")!, projectId: "p", connections: .perRequest(threadPool: directTestPool))
+        let plain = PlatformClient(baseURL: URL(string: "http://platform.example:8080/base")!, projectId: "p", connections: .perRequest(threadPool: directTestPool))
         let pooled = PlatformClient(baseURL: URL(string: "http://platform.example/")!, projectId: "p")
         #expect(secure.direct == nil)
         #expect(pooled.direct == nil)

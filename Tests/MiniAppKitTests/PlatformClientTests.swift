@@ -1,6 +1,7 @@
 import Foundation
 import MiniAppTestSupport
 import NIOConcurrencyHelpers
+import NIOPosix
 import Testing
 
 @testable import MiniAppKit
@@ -39,6 +40,14 @@ let sampleFixture = PlatformFixture(
     previewCodes: ["tok-1": "app-hello"]
 )
 
+/// The thread pool of the tests' requests on connections of their own: not the shared one, which the
+/// whole suite's installs and stores use at the same time (a request holds a thread while it waits).
+let directTestPool: NIOThreadPool = {
+    let pool = NIOThreadPool(numberOfThreads: 4)
+    pool.start()
+    return pool
+}()
+
 /// The two ways a client reaches its platform; tests of the transport run over both.
 enum Transport: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case pooled, perRequest
@@ -46,7 +55,7 @@ enum Transport: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var connections: PlatformConnections {
         switch self {
         case .pooled: .pooled
-        case .perRequest: .perRequest(threadPool: .singleton)
+        case .perRequest: .perRequest(threadPool: directTestPool)
         }
     }
 
