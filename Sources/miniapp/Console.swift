@@ -34,7 +34,12 @@ enum Console {
     /// SIGPIPE, as a stock tool's would; any other failure (a full disk under `> file`) is one `error:`
     /// line and exit code 74.
     static func output(_ data: Data) {
-        let failure = write(data, to: STDOUT_FILENO)
+        data.withUnsafeBytes { output($0) }
+    }
+
+    /// ``output(_:)-(Data)`` of `bytes`.
+    static func output(_ bytes: UnsafeRawBufferPointer) {
+        let failure = write(bytes, to: STDOUT_FILENO)
         guard failure != 0 else { return }
         if failure == EPIPE {
             signal(SIGPIPE, SIG_DFL)
@@ -57,26 +62,28 @@ enum Console {
     /// Writes all of `data` to `descriptor` (Foundation's `FileHandle.write` traps on a closed pipe);
     /// returns 0 or the `errno` of the failure. A non-blocking descriptor that is full is waited for.
     private static func write(_ data: Data, to descriptor: Int32) -> Int32 {
-        data.withUnsafeBytes { bytes in
-            var done = 0
-            while done < bytes.count {
-                let result = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-                if result < 0 {
-                    switch errno {
-                    case EINTR:
-                        continue
-                    case EAGAIN, EWOULDBLOCK:
-                        var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                        _ = poll(&ready, 1, -1)
-                        continue
-                    default:
-                        return errno
-                    }
+        data.withUnsafeBytes { write($0, to: descriptor) }
+    }
+
+    private static func write(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Int32 {
+        var done = 0
+        while done < bytes.count {
+            let result = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
+            if result < 0 {
+                switch errno {
+                case EINTR:
+                    continue
+                case EAGAIN, EWOULDBLOCK:
+                    var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&ready, 1, -1)
+                    continue
+                default:
+                    return errno
                 }
-                done += result
             }
-            return 0
+            done += result
         }
+        return 0
     }
 
     /// Writes the one `error:` line of a failure.

@@ -59,17 +59,27 @@ enum ConsoleJSON {
     /// `text` as JSONEncoder writes a string (`"` `\\` and C0 escaped, `\b \f \n \r \t` by name), with DEL
     /// and C1 (U+0080-U+009F) then escaped as ``Console/escapingControls(_:)`` does.
     static func string(_ text: String, _ out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
         // Most strings need no escape: one copy.
-        let plain = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7F || $0 == 0xC2 }) else { return false }
-            out.append(contentsOf: bytes)
-            return true
-        }
-        if plain == true {
-            out.append(UInt8(ascii: "\""))
-            return
-        }
+        let plain = text.utf8.withContiguousStorageIfAvailable { plainString($0, &out) }
+        if plain != true { escapedString(text, &out) }
+    }
+
+    /// ``string(_:_:)`` of the text whose UTF-8 (valid) is `utf8`.
+    static func string(utf8: UnsafeBufferPointer<UInt8>, _ out: inout [UInt8]) {
+        if !plainString(utf8, &out) { escapedString(String(decoding: utf8, as: UTF8.self), &out) }
+    }
+
+    /// `utf8` quoted when none of its bytes needs an escape; else `false`, and nothing written.
+    private static func plainString(_ utf8: UnsafeBufferPointer<UInt8>, _ out: inout [UInt8]) -> Bool {
+        guard !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7F || $0 == 0xC2 }) else { return false }
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: utf8)
+        out.append(UInt8(ascii: "\""))
+        return true
+    }
+
+    private static func escapedString(_ text: String, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
         var utf8 = text.utf8.makeIterator()
         var pending: UInt8?
         while let byte = pending ?? utf8.next() {

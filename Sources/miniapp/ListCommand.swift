@@ -23,124 +23,222 @@ struct ListCommand: AsyncParsableCommand {
     static func list(options: CommandSettings) async throws {
         let configuration = try options.configuration(reading: .platformAccess)
         let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
-        let entries: [ListedApp]
+        let list: AppListText
+        let cached: [Bool]
         if configuration.offline {
             var newest: [String: InstallRecord] = [:]
             for record in cache.withOtherNamespaces().flatMap({ $0.records() }) where (newest[record.id]?.installedAt ?? .distantPast) < record.installedAt {
                 newest[record.id] = record
             }
-            entries = newest.values.sorted { $0.id < $1.id }.map { record in
-                ListedApp(record: AppRecord(id: record.id, version: AppVersion(versionId: record.versionId, versionTag: record.versionTag)), cached: true)
-            }
+            list = AppListText(records: newest.values.sorted { $0.id < $1.id }.map { record in
+                AppRecord(id: record.id, version: AppVersion(versionId: record.versionId, versionTag: record.versionTag))
+            })
+            cached = Array(repeating: true, count: list.entries.count)
         } else {
-            let records = try await options.withPlatform(configuration) { try await $0.listApps() }
+            // A remote platform's list is printed from its own bytes (``AppListText``), a registry's from its records.
+            list = try await options.withPlatform(configuration) { platform in
+                if let client = platform as? PlatformClient { return try await client.appListText() }
+                return AppListText(records: try await platform.listApps())
+            }
             let folders = cache.appFolderNames()
-            entries = records.map { ListedApp(record: $0, cached: folders.contains($0.id) && cache.record(appId: $0.id, versionId: $0.version.versionId) != nil) }
+            cached = folders.isEmpty ? Array(repeating: false, count: list.entries.count) : list.withTexts { texts in
+                list.entries.map { entry in
+                    guard let id = texts.string(entry.id), folders.contains(id), let versionId = texts.string(entry.versionId) else { return false }
+                    return cache.record(appId: id, versionId: versionId) != nil
+                }
+            }
         }
         if options.json {
-            if entries.isEmpty { try Console.json(entries) } else { ListOutput.json(entries) }
+            if list.entries.isEmpty { try Console.json([ListedApp]()) } else { ListOutput.json(list, cached: cached) }
             return
         }
-        guard !entries.isEmpty else {
+        guard !list.entries.isEmpty else {
             if !options.quiet { Console.standardError(configuration.offline ? "no mini-apps in the cache" : "no mini-apps published") }
             return
         }
-        var rows = [["ID", "NAME", "VERSION", "VERSION ID", "CACHED"]]
-        for entry in entries {
-            rows.append([
-                entry.record.id, entry.record.displayName ?? "-", entry.record.version.versionTag ?? "-",
-                entry.record.version.versionId, entry.cached ? "yes" : "no",
-            ])
-        }
-        ListOutput.table(rows)
+        ListOutput.table(list, cached: cached)
     }
 }
 
 /// `list`'s output written as it is made, in chunks: the same bytes as ``Console/json(_:)`` of the
 /// entries (JSONEncoder, pretty, sorted keys, slashes as they are, then DEL and C1 escaped) and as
-/// ``Console/output(_:)`` of ``Console/table(_:)``, without building the document through `Encodable`
-/// or the table as one string (on a list of 10,000 apps that took most of the command's time).
+/// ``Console/output(_:)-(Data)`` of ``Console/table(_:)``, without building the document through
+/// `Encodable` or the table as one string (on a list of 10,000 apps that took most of the command's
+/// time), and from the list's own bytes: a text that needs no escape is copied as it is.
 enum ListOutput {
-    private static let chunkBytes = 1 << 16
-
-    /// The JSON array of `entries` (not empty: an empty one is `Console.json`'s).
-    static func json(_ entries: [ListedApp]) {
-        var out: [UInt8] = []
-        out.reserveCapacity(chunkBytes + 4096)
-        out.append(contentsOf: "[\n".utf8)
-        for (index, entry) in entries.enumerated() {
-            let record = entry.record
-            out.append(contentsOf: index == 0 ? "  {\n    \"cached\" : ".utf8 : ",\n  {\n    \"cached\" : ".utf8)
-            out.append(contentsOf: entry.cached ? "true".utf8 : "false".utf8)
-            member("displayName", record.displayName, &out)
-            member("icon", record.icon?.absoluteString, &out)
-            member("id", record.id, &out)
-            member("promotionalImageUrl", record.promotionalImageUrl?.absoluteString, &out)
-            member("promotionalText", record.promotionalText, &out)
-            out.append(contentsOf: ",\n    \"version\" : {\n      \"versionId\" : ".utf8)
-            ConsoleJSON.string(record.version.versionId, &out)
-            out.append(contentsOf: ",\n      \"versionTag\" : ".utf8)
-            if let tag = record.version.versionTag { ConsoleJSON.string(tag, &out) } else { out.append(contentsOf: "null".utf8) }
-            out.append(contentsOf: "\n    }\n  }".utf8)
-            if out.count >= chunkBytes {
-                Console.output(Data(out))
-                out.removeAll(keepingCapacity: true)
+    /// The JSON array of the records of `list` (not empty: an empty one is `Console.json`'s), with
+    /// whether each is cached.
+    static func json(_ list: AppListText, cached: [Bool]) {
+        var out = ChunkedOutput()
+        var scratch: [UInt8] = []
+        out.append("[\n")
+        list.withTexts { texts in
+            for (index, entry) in list.entries.enumerated() {
+                out.append(index == 0 ? "  {\n    \"cached\" : " : ",\n  {\n    \"cached\" : ")
+                out.append(cached[index] ? "true" : "false")
+                out.jsonMember(",\n    \"displayName\" : ", entry.displayName, texts, &scratch)
+                out.jsonMember(",\n    \"icon\" : ", entry.icon, texts, &scratch)
+                out.jsonMember(",\n    \"id\" : ", entry.id, texts, &scratch)
+                out.jsonMember(",\n    \"promotionalImageUrl\" : ", entry.promotionalImageUrl, texts, &scratch)
+                out.jsonMember(",\n    \"promotionalText\" : ", entry.promotionalText, texts, &scratch)
+                out.append(",\n    \"version\" : {\n      \"versionId\" : ")
+                out.jsonString(entry.versionId, texts, &scratch)
+                out.append(",\n      \"versionTag\" : ")
+                out.jsonString(entry.versionTag, texts, &scratch)
+                out.append("\n    }\n  }")
             }
         }
-        out.append(contentsOf: "\n]\n".utf8)
-        Console.output(Data(out))
+        out.append("\n]\n")
+        out.flush()
     }
 
-    private static func member(_ key: StaticString, _ value: String?, _ out: inout [UInt8]) {
-        guard let value else { return }
-        out.append(contentsOf: ",\n    \"".utf8)
-        out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        out.append(contentsOf: "\" : ".utf8)
-        ConsoleJSON.string(value, &out)
-    }
-
-    /// `rows` as ``Console/table(_:)`` lays them out, each cell made terminal-safe as
-    /// ``Console/output(_:)`` makes the whole text, written in chunks.
-    static func table(_ rows: [[String]]) {
-        guard let columnCount = rows.map(\.count).max() else { return }
-        var widths = [Int](repeating: 0, count: columnCount)
-        for row in rows {
-            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], width(cell)) }
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(chunkBytes + 4096)
-        for (rowIndex, row) in rows.enumerated() {
-            if rowIndex > 0 { out.append(UInt8(ascii: "\n")) }
-            for (index, cell) in row.enumerated() {
-                if index > 0 { out.append(contentsOf: "  ".utf8) }
-                guard index < row.count - 1 else {
-                    out.append(contentsOf: Console.terminalSafe(cell).utf8)
-                    continue
-                }
-                if isASCII(cell) {
-                    out.append(contentsOf: Console.terminalSafe(cell).utf8)
-                    out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: widths[index] - cell.utf8.count))
-                } else {
-                    out.append(contentsOf: Console.terminalSafe(cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)).utf8)
+    /// The table of the records of `list` (ID, NAME, VERSION, VERSION ID, CACHED) as ``Console/table(_:)``
+    /// lays it out, each cell made terminal-safe as ``Console/output(_:)-(Data)`` makes the whole text,
+    /// written in chunks.
+    static func table(_ list: AppListText, cached: [Bool]) {
+        list.withTexts { texts in
+            func row(_ index: Int) -> [Cell] {
+                let entry = list.entries[index]
+                return [
+                    Cell(texts, entry.id),
+                    entry.displayName.isPresent ? Cell(texts, entry.displayName) : Cell("-"),
+                    entry.versionTag.isPresent ? Cell(texts, entry.versionTag) : Cell("-"),
+                    Cell(texts, entry.versionId),
+                    Cell(cached[index] ? "yes" : "no"),
+                ]
+            }
+            let header: [Cell] = [Cell("ID"), Cell("NAME"), Cell("VERSION"), Cell("VERSION ID"), Cell("CACHED")]
+            var widths = header.map(\.width)
+            for index in list.entries.indices {
+                for (column, cell) in row(index).enumerated() { widths[column] = max(widths[column], cell.width) }
+            }
+            var out = ChunkedOutput()
+            for index in -1..<list.entries.count {
+                if index >= 0 { out.append(UInt8(ascii: "\n")) }
+                for (column, cell) in (index < 0 ? header : row(index)).enumerated() {
+                    if column > 0 { out.append("  ") }
+                    cell.write(texts, padded: column < widths.count - 1 ? widths[column] : nil, &out)
                 }
             }
-            if out.count >= chunkBytes {
-                Console.output(Data(out))
-                out.removeAll(keepingCapacity: true)
+            out.append(UInt8(ascii: "\n"))
+            out.flush()
+        }
+    }
+
+    /// A cell of the table: a text of the list, or a word of the command's own.
+    private struct Cell {
+        let text: AppListText.Text?
+        let word: StaticString
+        /// Printable ASCII: one character per byte, written as it is.
+        let isPlain: Bool
+        /// Its count of characters.
+        let width: Int
+
+        init(_ word: StaticString) {
+            self.text = nil
+            self.word = word
+            self.isPlain = true
+            self.width = word.utf8CodeUnitCount
+        }
+
+        init(_ texts: AppListText.Texts, _ text: AppListText.Text) {
+            self.text = text
+            self.word = ""
+            self.isPlain = text.isPlain
+            self.width = text.isPlain ? text.count : Self.characterCount(texts.string(text) ?? "")
+        }
+
+        /// The count of characters ``Console/table(_:)`` gives a cell (CR LF is one character of two bytes).
+        private static func characterCount(_ cell: String) -> Int {
+            cell.utf8.allSatisfy { $0 < 0x80 && $0 != 0x0D } ? cell.utf8.count : cell.count
+        }
+
+        /// The cell, terminal-safe, padded with spaces to `width` characters when given.
+        func write(_ texts: AppListText.Texts, padded width: Int?, _ out: inout ChunkedOutput) {
+            if isPlain {
+                if let text, let utf8 = texts.utf8(text) { out.append(utf8) } else { out.append(word) }
+                if let width { out.append(spaces: width - self.width) }
+                return
+            }
+            let cell = text.flatMap(texts.string) ?? ""
+            guard let width else { return out.append(Console.terminalSafe(cell)) }
+            if cell.utf8.allSatisfy({ $0 < 0x80 && $0 != 0x0D }) {
+                out.append(Console.terminalSafe(cell))
+                out.append(spaces: width - cell.utf8.count)
+            } else {
+                out.append(Console.terminalSafe(cell.padding(toLength: width, withPad: " ", startingAt: 0)))
             }
         }
-        out.append(UInt8(ascii: "\n"))
-        Console.output(Data(out))
+    }
+}
+
+extension ChunkedOutput {
+    /// `text` as ``ConsoleJSON/string(_:_:)`` writes it, `null` when it is absent; `scratch` is for
+    /// the texts that need escapes.
+    mutating func jsonString(_ text: AppListText.Text, _ texts: AppListText.Texts, _ scratch: inout [UInt8]) {
+        guard let utf8 = texts.utf8(text) else { return append("null") }
+        if text.isPlain {
+            append(UInt8(ascii: "\""))
+            append(utf8)
+            append(UInt8(ascii: "\""))
+        } else {
+            scratch.removeAll(keepingCapacity: true)
+            ConsoleJSON.string(utf8: utf8, &scratch)
+            scratch.withUnsafeBufferPointer { append($0) }
+        }
     }
 
-    /// The width ``Console/table(_:)`` gives `cell`: its count of characters.
-    private static func width(_ cell: String) -> Int {
-        isASCII(cell) ? cell.utf8.count : cell.count
+    /// `prefix` and ``jsonString(_:_:_:)`` of `text` when it is present.
+    mutating func jsonMember(_ prefix: StaticString, _ text: AppListText.Text, _ texts: AppListText.Texts, _ scratch: inout [UInt8]) {
+        guard text.isPresent else { return }
+        append(prefix)
+        jsonString(text, texts, &scratch)
+    }
+}
+
+/// Bytes for stdout gathered in a buffer of 64 KiB and written each time it fills.
+struct ChunkedOutput: ~Copyable {
+    private static let capacity = 1 << 16
+    private let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: ChunkedOutput.capacity)
+    private var count = 0
+
+    deinit {
+        buffer.deallocate()
     }
 
-    /// ASCII without CR (CR LF is one character of two bytes): one character per byte.
-    private static func isASCII(_ cell: String) -> Bool {
-        cell.utf8.allSatisfy { $0 < 0x80 && $0 != 0x0D }
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let start = bytes.baseAddress else { return }
+        if count + bytes.count > Self.capacity {
+            flush()
+            guard bytes.count <= Self.capacity else { return Console.output(UnsafeRawBufferPointer(bytes)) }
+        }
+        (buffer + count).update(from: start, count: bytes.count)
+        count += bytes.count
+    }
+
+    mutating func append(_ literal: StaticString) {
+        append(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    mutating func append(_ text: String) {
+        var text = text
+        text.withUTF8 { append($0) }
+    }
+
+    mutating func append(_ byte: UInt8) {
+        if count == Self.capacity { flush() }
+        buffer[count] = byte
+        count += 1
+    }
+
+    mutating func append(spaces: Int) {
+        for _ in 0..<max(spaces, 0) { append(UInt8(ascii: " ")) }
+    }
+
+    /// Writes what is gathered.
+    mutating func flush() {
+        Console.output(UnsafeRawBufferPointer(start: buffer, count: count))
+        count = 0
     }
 }
 
@@ -157,3 +255,4 @@ struct ListedApp: Encodable {
         try container.encode(cached, forKey: .cached)
     }
 }
+

@@ -7,14 +7,22 @@ public enum Identifier {
     /// `A-Z a-z 0-9 . _ -`, not starting with a dot.
     public static func isValid(_ value: String) -> Bool {
         guard !value.isEmpty, value.utf8.count <= maximumLength, value.first != "." else { return false }
-        return value.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                return true
-            default:
-                return false
-            }
+        return value.utf8.allSatisfy(isAllowed)
+    }
+
+    /// ``isValid(_:)`` of the text whose UTF-8 is `utf8`.
+    package static func isValid(utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = utf8.first, first != UInt8(ascii: "."), utf8.count <= maximumLength else { return false }
+        return utf8.allSatisfy(isAllowed)
+    }
+
+    private static func isAllowed(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+            return true
+        default:
+            return false
         }
     }
 

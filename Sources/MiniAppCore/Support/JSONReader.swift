@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A strict JSON (RFC 8259) reader into ``JSONValue``, for the cache's own small documents that every
 /// command reads (install records): Foundation's `JSONDecoder` with `Codable` costs about 0.3 ms on
 /// first use, a sizeable part of a warm `download`; and for a platform's app list
@@ -11,7 +15,7 @@ package enum JSONReader {
     }
 
     /// `read` with a parser over `bytes`, contiguous or copied.
-    fileprivate static func parse<Bytes: Collection<UInt8>, T>(_ bytes: Bytes, maxDepth: Int, _ read: (inout Parser) -> T?) -> T? {
+    static func parse<Bytes: Collection<UInt8>, T>(_ bytes: Bytes, maxDepth: Int, _ read: (inout Parser) -> T?) -> T? {
         let parsed = bytes.withContiguousStorageIfAvailable { buffer -> T? in
             var parser = Parser(bytes: buffer, maxDepth: maxDepth)
             return read(&parser)
@@ -23,7 +27,7 @@ package enum JSONReader {
         }
     }
 
-    fileprivate struct Parser {
+    struct Parser {
         let bytes: UnsafeBufferPointer<UInt8>
         let maxDepth: Int
         var position = 0
@@ -46,9 +50,38 @@ package enum JSONReader {
             whole { $0.value() }
         }
 
-        fileprivate var current: UInt8? { position < bytes.count ? bytes[position] : nil }
+        var current: UInt8? { position < bytes.count ? bytes[position] : nil }
 
-        fileprivate mutating func skipWhitespace() {
+        /// The run of a string's text from `start` that needs no decoding: `end` is the offset of the
+        /// first `"`, `\\` or control byte (or the end of the bytes), and whether every byte before it is
+        /// printable ASCII (0x20-0x7E). Eight bytes at a time while none of them ends the run.
+        func plainText(from start: Int) -> (end: Int, isPrintableASCII: Bool) {
+            guard let base = bytes.baseAddress else { return (start, true) }
+            let count = bytes.count
+            var index = start
+            var notPrintable: UInt64 = 0  // bit 7 of a byte: a byte past 0x7E was seen
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            // Per byte of a word, bit 7 set where the byte is zero (exact for the lowest such byte;
+            // nonzero exactly when some byte is zero).
+            func zeroBytes(_ word: UInt64) -> UInt64 { (word &- ones) & ~word & highs }
+            while count - index >= 8 {
+                let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                let ends = zeroBytes(word ^ (ones &* 0x22)) | zeroBytes(word ^ (ones &* 0x5C)) | ((word &- ones &* 0x20) & ~word & highs)
+                if ends != 0 { break }
+                notPrintable |= (word & highs) | zeroBytes(word ^ (ones &* 0x7F))
+                index += 8
+            }
+            while index < count {
+                let byte = base[index]
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                if byte >= 0x7F { notPrintable = 0x80 }
+                index += 1
+            }
+            return (index, notPrintable == 0)
+        }
+
+        mutating func skipWhitespace() {
             while let byte = current, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { position += 1 }
         }
 
@@ -60,7 +93,7 @@ package enum JSONReader {
             return true
         }
 
-        fileprivate mutating func value() -> JSONValue? {
+        mutating func value() -> JSONValue? {
             skipWhitespace()
             switch current {
             case UInt8(ascii: "{"): return object()
@@ -89,7 +122,7 @@ package enum JSONReader {
         /// An object, at its `{`: each member's key read by `key` (at its opening quote, `nil` when not
         /// well-formed), then its value by `member` (from the value's first byte, `false` when not
         /// well-formed). `false` when the object is not well-formed.
-        fileprivate mutating func members<Key>(_ key: (inout Parser) -> Key?, _ member: (inout Parser, Key) -> Bool) -> Bool {
+        mutating func members<Key>(_ key: (inout Parser) -> Key?, _ member: (inout Parser, Key) -> Bool) -> Bool {
             depth += 1
             defer { depth -= 1 }
             guard depth <= maxDepth else { return false }
@@ -124,34 +157,44 @@ package enum JSONReader {
 
         /// An array, at its `[`: each element read by `element` from its first byte, `nil` when the
         /// array or an element is not well-formed.
-        fileprivate mutating func elements<Element>(_ element: (inout Parser) -> Element?) -> [Element]? {
+        mutating func elements<Element>(_ element: (inout Parser) -> Element?) -> [Element]? {
+            var elements: [Element] = []
+            let read = eachElement { parser in
+                guard let next = element(&parser) else { return false }
+                elements.append(next)
+                return true
+            }
+            return read ? elements : nil
+        }
+
+        /// An array, at its `[`: `element` reads each element from its first byte and says whether it
+        /// was well-formed. `false` when the array or an element is not well-formed.
+        mutating func eachElement(_ element: (inout Parser) -> Bool) -> Bool {
             depth += 1
             defer { depth -= 1 }
-            guard depth <= maxDepth else { return nil }
+            guard depth <= maxDepth else { return false }
             position += 1
-            var elements: [Element] = []
             skipWhitespace()
             if current == UInt8(ascii: "]") {
                 position += 1
-                return elements
+                return true
             }
             while true {
                 skipWhitespace()
-                guard let next = element(&self) else { return nil }
-                elements.append(next)
+                guard element(&self) else { return false }
                 skipWhitespace()
                 switch current {
                 case UInt8(ascii: ","): position += 1
                 case UInt8(ascii: "]"):
                     position += 1
-                    return elements
-                default: return nil
+                    return true
+                default: return false
                 }
             }
         }
 
         /// A string, at its opening quote; its text must be valid UTF-8 without raw control characters.
-        fileprivate mutating func string() -> String? {
+        mutating func string() -> String? {
             position += 1
             let start = position
             // The common case: no escapes, one copy; ASCII needs no UTF-8 validation. (The generic
@@ -274,8 +317,8 @@ extension JSONReader {
 }
 
 /// The members of an app record, in the order of ``Parser/selectMembers(_:_:)``'s key lists.
-private let recordKeys: [[UInt8]] = ["id", "displayName", "icon", "version", "promotionalImageUrl", "promotionalText"].map { Array($0.utf8) }
-private let versionKeys: [[UInt8]] = ["versionId", "versionTag"].map { Array($0.utf8) }
+let recordKeys: [[UInt8]] = ["id", "displayName", "icon", "version", "promotionalImageUrl", "promotionalText"].map { Array($0.utf8) }
+let versionKeys: [[UInt8]] = ["versionId", "versionTag"].map { Array($0.utf8) }
 
 extension JSONReader.Parser {
     fileprivate mutating func appRecordArray() -> [AppRecord?]? {
@@ -331,7 +374,7 @@ extension JSONReader.Parser {
     /// An object, at its `{`: for the first member named by each of `keys`, `member` reads the value
     /// (with the index of its key) and says whether it was well-formed; every other member is read as
     /// ``value()`` reads it and dropped. `false` when the object is not well-formed.
-    private mutating func selectMembers(_ keys: [[UInt8]], _ member: (inout JSONReader.Parser, Int) -> Bool) -> Bool {
+    mutating func selectMembers(_ keys: [[UInt8]], _ member: (inout JSONReader.Parser, Int) -> Bool) -> Bool {
         var seen = 0  // bit i: keys[i] was read
         return members({ $0.memberKey(keys) }) { parser, key in
             guard let index = key, seen & (1 << index) == 0 else { return parser.value() != nil }
@@ -343,16 +386,21 @@ extension JSONReader.Parser {
     /// A member's key, at its opening quote: `.some(index)` of the key in `keys`, `.some(nil)` for
     /// another key, `nil` when it is not a well-formed string. A key without escapes is compared in
     /// place; one with escapes is decoded first.
-    private mutating func memberKey(_ keys: [[UInt8]]) -> Int?? {
+    mutating func memberKey(_ keys: [[UInt8]]) -> Int?? {
         let start = position + 1
-        var end = start
-        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 { end += 1 }
+        let end = plainText(from: start).end
         if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
             let raw = UnsafeBufferPointer(rebasing: bytes[start..<end])
-            if let index = keys.firstIndex(where: { $0.elementsEqual(raw) }) {
-                position = end + 1
-                return .some(index)
+            for (index, key) in keys.enumerated() where key.count == raw.count {
+                if key.withUnsafeBufferPointer({ memcmp($0.baseAddress!, raw.baseAddress!, raw.count) == 0 }) {
+                    position = end + 1
+                    return .some(index)
+                }
             }
+            // Another key without escapes: no string made, only its UTF-8 checked.
+            guard UTF8Validation.isValid(raw) else { return nil }
+            position = end + 1
+            return .some(nil)
         }
         guard let key = string() else { return nil }
         return .some(keys.firstIndex { $0.elementsEqual(key.utf8) })

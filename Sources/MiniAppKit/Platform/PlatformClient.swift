@@ -90,6 +90,17 @@ public final class PlatformClient: PlatformAPI {
         return try decodeRecords(answer, resource: "the app list", requireOne: false)
     }
 
+    /// The app list as ``listApps()`` reads it, its records as texts (``AppListText``): for printing
+    /// the list without making a record of each app.
+    package func appListText() async throws -> AppListText {
+        let answer = try await get(path: "host/\(projectId)/miniapps/\(preview ? "preview" : "")", resource: "the app list")
+        guard let list = AppListText.read(answer.body) else {
+            return AppListText(records: try decodeRecords(answer, resource: "the app list", requireOne: false))
+        }
+        try checkDropped(kept: list.entries.count, of: list.elementCount, firstIsMalformed: false, resource: "the app list", requireOne: false)
+        return list
+    }
+
     public func latestVersion(ofApp appId: String) async throws -> AppRecord {
         try Identifier.validate(appId, as: .app)
         let resource = "app \(appId)"
@@ -194,13 +205,18 @@ public final class PlatformClient: PlatformAPI {
             if let record = element { records.append(record) }
         }
         records.reverse()
-        if records.count < count {
-            if records.isEmpty || (requireOne && firstIsMalformed) {
-                throw PlatformError.invalidResponse(resource: resource, reason: "an app record lacks a valid id or version")
-            }
-            logger.warning("dropped malformed app records", metadata: ["count": "\(count - records.count)"])
-        }
+        try checkDropped(kept: records.count, of: count, firstIsMalformed: firstIsMalformed, resource: resource, requireOne: requireOne)
         return records
+    }
+
+    /// Fails when no record was kept of a list that had some (or the first when `requireOne`), else
+    /// logs how many were dropped.
+    private func checkDropped(kept: Int, of count: Int, firstIsMalformed: Bool, resource: String, requireOne: Bool) throws {
+        guard kept < count else { return }
+        if kept == 0 || (requireOne && firstIsMalformed) {
+            throw PlatformError.invalidResponse(resource: resource, reason: "an app record lacks a valid id or version")
+        }
+        logger.warning("dropped malformed app records", metadata: ["count": "\(count - kept)"])
     }
 
     private func decode<T: Decodable>(_ type: T.Type, from answer: HTTPAnswer, resource: String) throws(PlatformError) -> T {

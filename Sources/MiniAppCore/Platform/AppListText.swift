@@ -1,0 +1,348 @@
+import Foundation
+
+/// A platform's app list read for printing, without making its records: the texts of each record
+/// that ``AppRecord/listElements(_:)`` would keep, as places in the list's own bytes.
+///
+/// It keeps the same records with the same texts: a record lacking a valid id or version is dropped,
+/// a field of the wrong type is dropped, a URL field is kept only when ``AppRecord``'s would be, and as
+/// the text `URL.absoluteString` gives. A text without escapes stays in place; a text with escapes, or
+/// a URL that Foundation must judge, is decoded once and kept aside. On a list of 10,000 apps, making
+/// the records (strings, URLs) took most of `list`'s time (issue 25).
+package struct AppListText: Sendable {
+    /// One text of a record: where its UTF-8 is, and whether it needs no escape.
+    package struct Text: Sendable {
+        private static let present: UInt32 = 1 << 31
+        private static let decoded: UInt32 = 1 << 30
+        private static let plain: UInt32 = 1 << 29
+        /// The longest text a `Text` holds.
+        static let maximumCount = (1 << 29) - 1
+
+        /// The offset of its first byte, in the list's bytes or, when decoded, in the decoded texts.
+        let start: UInt32
+        /// Its count of bytes, then flags.
+        private let bits: UInt32
+
+        static let absent = Text(start: 0, bits: 0)
+
+        private init(start: UInt32, bits: UInt32) {
+            self.start = start
+            self.bits = bits
+        }
+
+        init(start: Int, count: Int, isPlain: Bool, isDecoded: Bool) {
+            precondition(count <= Self.maximumCount)
+            self.start = UInt32(start)
+            self.bits = Self.present | UInt32(count) | (isPlain ? Self.plain : 0) | (isDecoded ? Self.decoded : 0)
+        }
+
+        /// Its count of bytes.
+        package var count: Int { Int(bits & UInt32(Self.maximumCount)) }
+        /// Whether it is in the decoded texts rather than in the list's bytes.
+        var isDecoded: Bool { bits & Self.decoded != 0 }
+        /// Whether the record has this text.
+        package var isPresent: Bool { bits & Self.present != 0 }
+        /// Whether it is all printable ASCII (0x20-0x7E) other than `"` and `\`: no byte needs an escape
+        /// in a JSON string or on a terminal. (A text in place has neither: they would be escapes.)
+        package var isPlain: Bool { bits & Self.plain != 0 }
+    }
+
+    /// The texts of one record, named as ``AppRecord``'s fields.
+    package struct Entry: Sendable {
+        package var id = Text.absent
+        package var displayName = Text.absent
+        package var icon = Text.absent
+        package var versionId = Text.absent
+        package var versionTag = Text.absent
+        package var promotionalImageUrl = Text.absent
+        package var promotionalText = Text.absent
+    }
+
+    /// The records kept, in the list's order.
+    package private(set) var entries: [Entry] = []
+    /// How many elements the list had, kept or not.
+    package private(set) var elementCount = 0
+    private let bytes: Data
+    /// The texts that are not in `bytes` as they are, one after the other.
+    private var decoded: [UInt8] = []
+
+    private init(bytes: Data) {
+        self.bytes = bytes
+    }
+
+    /// The records of `list` (an app list's body) as ``AppRecord/listElements(_:)`` reads them; `nil`
+    /// exactly when that reader does not take the document.
+    package static func read(_ list: Data) -> AppListText? {
+        // Offsets are 32-bit; a decoded URL may be up to three times as long as its text.
+        guard list.count <= Text.maximumCount / 3 else { return nil }
+        var text = AppListText(bytes: list)
+        text.entries.reserveCapacity(list.count / 128)
+        let read = list.withUnsafeBytes { raw in
+            JSONReader.parse(raw.bindMemory(to: UInt8.self), maxDepth: 256) { parser in
+                parser.whole { $0.appListArray(into: &text) }
+            }
+        }
+        return read == nil ? nil : text
+    }
+
+    /// `records` as texts, all of them kept.
+    package init(records: [AppRecord]) {
+        self.bytes = Data()
+        for record in records {
+            func add(_ string: String?) -> Text {
+                string.map { decode($0) } ?? .absent
+            }
+            entries.append(Entry(
+                id: add(record.id), displayName: add(record.displayName), icon: add(record.icon?.absoluteString),
+                versionId: add(record.version.versionId), versionTag: add(record.version.versionTag),
+                promotionalImageUrl: add(record.promotionalImageUrl?.absoluteString), promotionalText: add(record.promotionalText)
+            ))
+        }
+        elementCount = records.count
+    }
+
+    /// `body` with a reader of the texts, valid only during the call.
+    package func withTexts<Result>(_ body: (Texts) throws -> Result) rethrows -> Result {
+        try bytes.withUnsafeBytes { raw in
+            try decoded.withUnsafeBufferPointer { decoded in
+                try body(Texts(bytes: raw.bindMemory(to: UInt8.self), decoded: decoded))
+            }
+        }
+    }
+
+    /// Reads the texts of ``AppListText/entries``.
+    package struct Texts {
+        let bytes: UnsafeBufferPointer<UInt8>
+        let decoded: UnsafeBufferPointer<UInt8>
+
+        /// The UTF-8 of `text` (valid, no escapes left); `nil` when the text is absent.
+        package func utf8(_ text: Text) -> UnsafeBufferPointer<UInt8>? {
+            guard text.isPresent else { return nil }
+            let start = Int(text.start)
+            return UnsafeBufferPointer(rebasing: (text.isDecoded ? decoded : bytes)[start..<(start + text.count)])
+        }
+
+        /// The text as a string; `nil` when it is absent.
+        package func string(_ text: Text) -> String? {
+            utf8(text).map { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    fileprivate mutating func decode(_ string: String) -> Text {
+        let start = decoded.count
+        decoded.append(contentsOf: string.utf8)
+        let count = decoded.count - start
+        let isPlain = decoded[start...].allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        return Text(start: start, count: count, isPlain: isPlain, isDecoded: true)
+    }
+
+    fileprivate mutating func append(_ entry: Entry) {
+        entries.append(entry)
+    }
+
+    fileprivate mutating func countElement() {
+        elementCount += 1
+    }
+}
+
+extension JSONReader.Parser {
+    fileprivate mutating func appListArray(into list: inout AppListText) -> Bool? {
+        guard current == UInt8(ascii: "[") else { return nil }
+        return eachElement { $0.appListElement(into: &list) } ? true : nil
+    }
+
+    /// One element, as ``appRecord()`` reads it: its texts added to `list` when it is an object with a
+    /// valid id and version. `false` when it is not well-formed JSON.
+    private mutating func appListElement(into list: inout AppListText) -> Bool {
+        list.countElement()
+        guard current == UInt8(ascii: "{") else { return value() != nil }
+        var entry = AppListText.Entry()
+        var hasVersion = false
+        let read = selectMembers(recordKeys) { parser, index in
+            guard index == 3 else {
+                guard parser.current == UInt8(ascii: "\"") else { return parser.value() != nil }
+                let field: AppListText.Text?
+                switch index {
+                case 0: field = parser.listText(into: &list, as: .identifier)
+                case 2, 4: field = parser.listText(into: &list, as: .webURL)
+                default: field = parser.listText(into: &list, as: .text)
+                }
+                guard let field else { return false }
+                switch index {
+                case 0: entry.id = field
+                case 1: entry.displayName = field
+                case 2: entry.icon = field
+                case 4: entry.promotionalImageUrl = field
+                default: entry.promotionalText = field
+                }
+                return true
+            }
+            guard parser.current == UInt8(ascii: "{") else { return parser.value() != nil }
+            hasVersion = true
+            return parser.selectMembers(versionKeys) { parser, index in
+                guard parser.current == UInt8(ascii: "\"") else { return parser.value() != nil }
+                guard let field = parser.listText(into: &list, as: index == 0 ? .identifier : .text) else { return false }
+                if index == 0 { entry.versionId = field } else { entry.versionTag = field }
+                return true
+            }
+        }
+        guard read else { return false }
+        if entry.id.isPresent, hasVersion, entry.versionId.isPresent { list.append(entry) }
+        return true
+    }
+
+    private enum ListTextKind {
+        /// Kept when ``Identifier/isValid(_:)`` (else absent: the record is dropped).
+        case identifier
+        /// Kept as `URL.absoluteString` when ``AppRecord/webURL(_:)`` takes it, else absent.
+        case webURL
+        /// Kept as it is.
+        case text
+    }
+
+    /// The string at the opening quote as a text of `list`: in place when it has no escapes (and, for
+    /// a URL, when ``isPlainWebURL(_:)`` vouches for it), else decoded. `nil` when it is not well-formed.
+    private mutating func listText(into list: inout AppListText, as kind: ListTextKind) -> AppListText.Text? {
+        let quote = position
+        let start = position + 1
+        // The common case, no escapes: the text stays in place.
+        let (end, isPrintableASCII) = plainText(from: start)
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            let raw = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            position = end + 1
+            guard isPrintableASCII || UTF8Validation.isValid(raw) else { return nil }
+            guard raw.count <= AppListText.Text.maximumCount else { return nil }
+            let text = AppListText.Text(start: start, count: raw.count, isPlain: isPrintableASCII, isDecoded: false)
+            switch kind {
+            case .text:
+                return text
+            case .identifier:
+                return Identifier.isValid(utf8: raw) ? text : .absent
+            case .webURL:
+                if isPrintableASCII, Self.isPlainWebURL(raw) { return text }
+                return AppRecord.webURL(String(decoding: raw, as: UTF8.self)).map { list.decode($0.absoluteString) } ?? .absent
+            }
+        }
+        if end < bytes.count, bytes[end] < 0x20 { return nil }
+        position = quote
+        guard let string = string() else { return nil }
+        switch kind {
+        case .text: return list.decode(string)
+        case .identifier: return Identifier.isValid(string) ? list.decode(string) : .absent
+        case .webURL: return AppRecord.webURL(string).map { list.decode($0.absoluteString) } ?? .absent
+        }
+    }
+
+    /// Whether `text` is an http(s) URL of a shape that Foundation's `URL(string:)` takes with a host
+    /// and gives back unchanged as `absoluteString`: `http://` or `https://` in lower case, a host of
+    /// dot-separated labels of letters, digits and `-`, an optional port of up to 5 digits, then a path,
+    /// query and fragment of RFC 3986's unreserved characters, `!$&'()*+,;=:@/`, `?` after the path and
+    /// `%` with two hex digits. Anything else goes to Foundation.
+    static func isPlainWebURL(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = text.baseAddress, text.count >= 8, base[0] == UInt8(ascii: "h"), base[1] == UInt8(ascii: "t"),
+              base[2] == UInt8(ascii: "t"), base[3] == UInt8(ascii: "p") else { return false }
+        var index = base[4] == UInt8(ascii: "s") ? 5 : 4
+        guard base[index] == UInt8(ascii: ":"), base[index + 1] == UInt8(ascii: "/"), base[index + 2] == UInt8(ascii: "/") else { return false }
+        index += 3
+        // The host.
+        var labelLength = 0
+        while index < text.count {
+            let byte = base[index]
+            if isIn(byte, low: hostBytesLow, high: hostBytesHigh) {
+                labelLength += 1
+            } else if byte == UInt8(ascii: ".") {
+                guard labelLength > 0 else { return false }
+                labelLength = 0
+            } else {
+                break
+            }
+            index += 1
+        }
+        guard labelLength > 0 else { return false }
+        if index < text.count, base[index] == UInt8(ascii: ":") {
+            index += 1
+            let start = index
+            while index < text.count, base[index] >= UInt8(ascii: "0"), base[index] <= UInt8(ascii: "9") { index += 1 }
+            guard index > start, index - start <= 5 else { return false }
+        }
+        guard index == text.count || base[index] == UInt8(ascii: "/") || base[index] == UInt8(ascii: "?") || base[index] == UInt8(ascii: "#") else { return false }
+        // The path, then the query after `?`, then the fragment after `#`.
+        var inFragment = false
+        while index < text.count {
+            let byte = base[index]
+            if !isIn(byte, low: pathBytesLow, high: pathBytesHigh) {
+                switch byte {
+                case UInt8(ascii: "%"):
+                    guard text.count - index > 2, isHexDigit(base[index + 1]), isHexDigit(base[index + 2]) else { return false }
+                    index += 2
+                case UInt8(ascii: "?"):
+                    break
+                case UInt8(ascii: "#"):
+                    guard !inFragment else { return false }
+                    inFragment = true
+                default:
+                    return false
+                }
+            }
+            index += 1
+        }
+        return true
+    }
+
+    /// Bit masks of bytes 0-63 and 64-127: a host label's (letters, digits, `-`), and a path's, query's
+    /// or fragment's (RFC 3986's unreserved, `!$&'()*+,;=:@/`).
+    private static let hostBytesLow: UInt64 = 0x03FF_2000_0000_0000
+    private static let hostBytesHigh: UInt64 = 0x07FF_FFFE_07FF_FFFE
+    private static let pathBytesLow: UInt64 = 0x2FFF_FFD2_0000_0000
+    private static let pathBytesHigh: UInt64 = 0x47FF_FFFE_87FF_FFFF
+
+    private static func isIn(_ byte: UInt8, low: UInt64, high: UInt64) -> Bool {
+        byte < 64 ? low & (1 << UInt64(byte)) != 0 : byte < 128 && high & (1 << UInt64(byte - 64)) != 0
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
+    }
+}
+
+/// UTF-8 validation without making a string: what `String(validating:as:)` accepts (Unicode's table
+/// of well-formed byte sequences: no overlong forms, no surrogates, nothing past U+10FFFF).
+package enum UTF8Validation {
+    package static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        let count = bytes.count
+        func continuation(_ offset: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> Bool {
+            index + offset < count && bytes[index + offset] >= low && bytes[index + offset] <= high
+        }
+        while index < count {
+            let lead = bytes[index]
+            switch lead {
+            case 0x00...0x7F:
+                index += 1
+            case 0xC2...0xDF:
+                guard continuation(1) else { return false }
+                index += 2
+            case 0xE0:
+                guard continuation(1, 0xA0), continuation(2) else { return false }
+                index += 3
+            case 0xE1...0xEC, 0xEE...0xEF:
+                guard continuation(1), continuation(2) else { return false }
+                index += 3
+            case 0xED:
+                guard continuation(1, 0x80, 0x9F), continuation(2) else { return false }
+                index += 3
+            case 0xF0:
+                guard continuation(1, 0x90), continuation(2), continuation(3) else { return false }
+                index += 4
+            case 0xF1...0xF3:
+                guard continuation(1), continuation(2), continuation(3) else { return false }
+                index += 4
+            case 0xF4:
+                guard continuation(1, 0x80, 0x8F), continuation(2), continuation(3) else { return false }
+                index += 4
+            default:
+                return false
+            }
+        }
+        return true
+    }
+}
