@@ -141,8 +141,16 @@ extension PlatformClient {
     }
 
     private static func queryString(_ items: [(String, String)]) -> String {
-        guard !items.isEmpty else { return "" }
-        return "?" + items.map { name, value in "\(name)=\(queryEncoded(value))" }.joined(separator: "&")
+        // Appended in a loop: `joined(separator:)` here looked up a conformance of `[String]` at run
+        // time, a scan of every conformance record that cost the latest's request about 0.2 ms (issue 25).
+        var query = ""
+        for (index, (name, value)) in items.enumerated() {
+            query += index == 0 ? "?" : "&"
+            query += name
+            query += "="
+            query += queryEncoded(value)
+        }
+        return query
     }
 
     /// `value` with every byte of its UTF-8 percent-encoded (`%` and two upper-case hex digits) except
