@@ -159,8 +159,14 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
             }
             return response
         }) { server in
+            // The stalled download must still be waiting when it is killed, however late this test gets
+            // to look on a loaded machine: one attempt, with an hour to read (under the default 30 s and
+            // a retry, a full suite once saw it give up with 69 before the kill).
+            let config = try TemporaryDirectory.make().path + "/patient.json"
+            try #"{"timeouts": {"readSeconds": 3600}, "retry": {"maxAttempts": 1, "budgetSeconds": 3600}}"#.write(toFile: config, atomically: true, encoding: .utf8)
             let process = try CommandRunner.start(["download", "app-hello"], environment: [
                 "MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": cache, "HOME": cache,
+                "MINIAPP_CONFIG": config,
             ])
             let deadline = ContinuousClock.now + .seconds(60)
             while !server.requests.contains(where: { $0.path == app.zipPath }), process.isRunning, ContinuousClock.now < deadline {
