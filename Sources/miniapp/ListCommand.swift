@@ -49,7 +49,8 @@ struct ListCommand: AsyncParsableCommand {
             }
         }
         if options.json {
-            if list.entries.isEmpty { try Console.json([ListedApp]()) } else { ListOutput.json(list, cached: cached) }
+            // An empty list is the empty array as `Console.json` prints it.
+            if list.entries.isEmpty { try Console.json([String]()) } else { ListOutput.json(list, cached: cached) }
             return
         }
         guard !list.entries.isEmpty else {
@@ -129,28 +130,30 @@ enum ListOutput {
     private struct Cell {
         let text: AppListText.Text?
         let word: StaticString
-        /// Printable ASCII: one character per byte, written as it is.
-        let isPlain: Bool
         /// Its count of characters.
         let width: Int
+
+        /// Printable ASCII (every word, and a text that needs no escape): one character per byte,
+        /// written as it is.
+        var isPlain: Bool { text?.isPlain ?? true }
 
         init(_ word: StaticString) {
             self.text = nil
             self.word = word
-            self.isPlain = true
             self.width = word.utf8CodeUnitCount
         }
 
         init(_ texts: AppListText.Texts, _ text: AppListText.Text) {
             self.text = text
             self.word = ""
-            self.isPlain = text.isPlain
-            self.width = text.isPlain ? text.count : Self.characterCount(texts.string(text) ?? "")
+            let cell = text.isPlain ? "" : texts.string(text) ?? ""
+            self.width = text.isPlain ? text.count : Self.isOneBytePerCharacter(cell) ? cell.utf8.count : cell.count
         }
 
-        /// The count of characters ``Console/table(_:)`` gives a cell (CR LF is one character of two bytes).
-        private static func characterCount(_ cell: String) -> Int {
-            cell.utf8.allSatisfy { $0 < 0x80 && $0 != 0x0D } ? cell.utf8.count : cell.count
+        /// ASCII without CR (CR LF is one character of two bytes): the count of characters
+        /// ``Console/table(_:)`` gives the cell is its count of bytes.
+        private static func isOneBytePerCharacter(_ cell: String) -> Bool {
+            cell.utf8.allSatisfy { $0 < 0x80 && $0 != 0x0D }
         }
 
         /// The cell, terminal-safe, padded with spaces to `width` characters when given.
@@ -162,7 +165,7 @@ enum ListOutput {
             }
             let cell = text.flatMap(texts.string) ?? ""
             guard let width else { return out.append(Console.terminalSafe(cell)) }
-            if cell.utf8.allSatisfy({ $0 < 0x80 && $0 != 0x0D }) {
+            if Self.isOneBytePerCharacter(cell) {
                 out.append(Console.terminalSafe(cell))
                 out.append(spaces: width - cell.utf8.count)
             } else {
@@ -241,18 +244,3 @@ struct ChunkedOutput: ~Copyable {
         count = 0
     }
 }
-
-/// An app record of `list`, with whether it is cached.
-struct ListedApp: Encodable {
-    var record: AppRecord
-    var cached: Bool
-
-    private enum CodingKeys: String, CodingKey { case cached }
-
-    func encode(to encoder: any Encoder) throws {
-        try record.encode(to: encoder)
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(cached, forKey: .cached)
-    }
-}
-

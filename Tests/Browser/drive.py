@@ -178,7 +178,7 @@ def main():
         check(flood == {'ok': 'sent'}, 'the app requests the host page 300 times (to push the real session out)')
 
         driver.switch_to.default_content()
-        click(lambda: driver.find_element(By.CSS_SELECTOR, '#prompt-items input[data-permission="rakuten.miniapp.user.CONTACT_LIST"]'), 'click #prompt-items input[data-permission="rakuten.miniapp.user.CONTACT_LIST')
+        click(lambda: driver.find_element(By.CSS_SELECTOR, '#prompt-items input[data-permission="rakuten.miniapp.user.CONTACT_LIST"]'), 'tick CONTACT_LIST in the host prompt')
         click(lambda: driver.find_element(By.ID, 'prompt-confirm'), 'click prompt-confirm')
         into_app(driver)
         asked = wait(lambda: driver.execute_script('return window.__asked'), 'requestCustomPermissions is answered after the click')
@@ -193,7 +193,7 @@ def main():
         # Tokens: gated by ACCESS_TOKEN and by the manifest's audiences and scopes.
         check(call(driver, 'MiniAppBridge.getAccessToken("rae", ["idinfo_read_openid"])').get('name') == 'userDenied', 'getAccessToken is denied while ACCESS_TOKEN is undecided')
         driver.switch_to.default_content()
-        click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.ACCESS_TOKEN"] button[data-action="allow"]'), 'click #permissions [data-permission="rakuten.miniapp.user.ACCESS_TOKEN"] but')
+        click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.ACCESS_TOKEN"] button[data-action="allow"]'), 'allow ACCESS_TOKEN on the host page')
         wait(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.ACCESS_TOKEN"]').get_attribute('data-status') == 'ALLOWED', 'the host page grants ACCESS_TOKEN')
         into_app(driver)
         token = call(driver, 'MiniAppBridge.getAccessToken("rae", ["idinfo_read_openid"]).then(function (t) { return {token: t.token, date: t.validUntil instanceof Date, scopes: t.scopes}; })')
@@ -225,7 +225,7 @@ def main():
 
         # Revoking a required permission closes the gate.
         driver.switch_to.default_content()
-        click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.USER_NAME"] button[data-action="revoke"]'), 'click #permissions [data-permission="rakuten.miniapp.user.USER_NAME"] button')
+        click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.USER_NAME"] button[data-action="revoke"]'), 'revoke USER_NAME on the host page')
         wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and driver.find_element(By.ID, 'gate').is_displayed(), 'revoking USER_NAME closes the app')
 
         # A second app on the same cache and store: its own origin, its own storage.
@@ -252,14 +252,14 @@ def main():
             body = wait(lambda: (lambda t: t if 'Ready' in t and '3.2.1' in t else None)(driver.find_element(By.TAG_NAME, 'body').text), 'the sample landing page shows the host answers', 40)
             for expected in ['3.2.1', 'ja-JP', 'Web', 'Ready', '0.1.0']:
                 check(expected in body, 'the sample landing page shows ' + expected, body[-600:])
-            click(lambda: driver.find_element(By.XPATH, '//*[normalize-space(text())="Fetch Unique ID"]'), 'click //*[normalize-space(text())="Fetch Unique ID"]')
+            click(lambda: driver.find_element(By.XPATH, '//*[normalize-space(text())="Fetch Unique ID"]'), 'open the sample\'s Fetch Unique ID page')
             click(lambda: driver.find_element(By.XPATH, '//button[contains(., "MESSAGING") or contains(., "Messaging") or contains(., "UNIQUE") or contains(., "Unique")]'), 'the sample unique-id page')
             wait(lambda: re.search(r'[0-9a-f]{64}', driver.find_element(By.TAG_NAME, 'body').text), 'the sample unique-id page shows an id from the bridge')
             # Its user-details page: name and photo (allowed at the gate), contacts through a prompt.
-            click(lambda: driver.find_element(By.XPATH, '//*[normalize-space(text())="User Details"]'), 'click //*[normalize-space(text())="User Details"]')
+            click(lambda: driver.find_element(By.XPATH, '//*[normalize-space(text())="User Details"]'), 'open the sample\'s User Details page')
             click(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="fetchNamePhotoButton"]'), 'the sample user-details page')
             wait(lambda: 'Aiko Tanaka' in driver.find_element(By.TAG_NAME, 'body').get_attribute('innerHTML'), 'the sample shows the user name from the bridge')
-            click(lambda: driver.find_element(By.XPATH, '//*[@role="tab"][normalize-space(.)="Contacts"]'), 'click //*[@role="tab"][normalize-space(.)="Contacts"]')
+            click(lambda: driver.find_element(By.XPATH, '//*[@role="tab"][normalize-space(.)="Contacts"]'), 'open the sample\'s Contacts tab')
             click(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="fetchContactsButton"]'), 'the sample contacts tab')
             driver.switch_to.default_content()
             wait(lambda: driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'the sample asks for CONTACT_LIST through the host page')

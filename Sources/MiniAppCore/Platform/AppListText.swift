@@ -58,9 +58,9 @@ package struct AppListText: Sendable {
     }
 
     /// The records kept, in the list's order.
-    package private(set) var entries: [Entry] = []
+    package fileprivate(set) var entries: [Entry] = []
     /// How many elements the list had, kept or not.
-    package private(set) var elementCount = 0
+    package fileprivate(set) var elementCount = 0
     private let bytes: Data
     /// The texts that are not in `bytes` as they are, one after the other.
     private var decoded: [UInt8] = []
@@ -135,13 +135,6 @@ package struct AppListText: Sendable {
         return Text(start: start, count: count, isPlain: isPlain, isDecoded: true)
     }
 
-    fileprivate mutating func append(_ entry: Entry) {
-        entries.append(entry)
-    }
-
-    fileprivate mutating func countElement() {
-        elementCount += 1
-    }
 }
 
 extension JSONReader.Parser {
@@ -153,7 +146,7 @@ extension JSONReader.Parser {
     /// One element, as ``appRecord()`` reads it: its texts added to `list` when it is an object with a
     /// valid id and version. `false` when it is not well-formed JSON.
     private mutating func appListElement(into list: inout AppListText) -> Bool {
-        list.countElement()
+        list.elementCount += 1
         guard current == UInt8(ascii: "{") else { return value() != nil }
         var entry = AppListText.Entry()
         var hasVersion = false
@@ -186,7 +179,7 @@ extension JSONReader.Parser {
             }
         }
         guard read else { return false }
-        if entry.id.isPresent, hasVersion, entry.versionId.isPresent { list.append(entry) }
+        if entry.id.isPresent, hasVersion, entry.versionId.isPresent { list.entries.append(entry) }
         return true
     }
 
@@ -219,12 +212,16 @@ extension JSONReader.Parser {
                 return Identifier.isValid(utf8: raw) ? text : .absent
             case .webURL:
                 if isPrintableASCII, Self.isPlainWebURL(raw) { return text }
-                return AppRecord.webURL(String(decoding: raw, as: UTF8.self)).map { list.decode($0.absoluteString) } ?? .absent
+                return Self.decoded(String(decoding: raw, as: UTF8.self), as: kind, into: &list)
             }
         }
         if end < bytes.count, bytes[end] < 0x20 { return nil }
         position = quote
-        guard let string = string() else { return nil }
+        return string().map { Self.decoded($0, as: kind, into: &list) }
+    }
+
+    /// `string` kept aside in `list` as a text of `kind`, or absent when it is not one.
+    private static func decoded(_ string: String, as kind: ListTextKind, into list: inout AppListText) -> AppListText.Text {
         switch kind {
         case .text: return list.decode(string)
         case .identifier: return Identifier.isValid(string) ? list.decode(string) : .absent

@@ -53,7 +53,7 @@ package enum JSONReader {
         var current: UInt8? { position < bytes.count ? bytes[position] : nil }
 
         /// The run of a string's text from `start` that needs no decoding: `end` is the offset of the
-        /// first `"`, `\\` or control byte (or the end of the bytes), and whether every byte before it is
+        /// first `"`, `\` or control byte (or the end of the bytes), and whether every byte before it is
         /// printable ASCII (0x20-0x7E). Eight bytes at a time while none of them ends the run.
         func plainText(from start: Int) -> (end: Int, isPrintableASCII: Bool) {
             guard let base = bytes.baseAddress else { return (start, true) }
