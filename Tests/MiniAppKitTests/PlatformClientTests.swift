@@ -334,8 +334,11 @@ final class Counter: Sendable {
 
     @Test(arguments: Transport.allCases)
     func closedPortFailsAsUnreachable(transport: Transport) async throws {
-        let port = try await withTestServer({ _ in .error(500) }) { $0.port }
-        let client = PlatformClient(baseURL: URL(string: "http://127.0.0.1:\(port)/")!, projectId: "p", network: fastNetwork, connections: transport.connections)
+        // A port held and not listening: refused, and no other test's server can take it meanwhile (a
+        // stopped server's port once went to another test's server answering 500, which was retried).
+        let closed = LoopbackPort()
+        defer { withExtendedLifetime(closed) {} }
+        let client = PlatformClient(baseURL: URL(string: "http://127.0.0.1:\(closed.port)/")!, projectId: "p", network: fastNetwork, connections: transport.connections)
         let error = await #expect(throws: PlatformError.self) { try await client.listApps() }
         try await client.shutdown()
         #expect(error?.category == .unavailable)
