@@ -54,7 +54,8 @@ package enum JSONReader {
 
         /// The run of a string's text from `start` that needs no decoding: `end` is the offset of the
         /// first `"`, `\` or control byte (or the end of the bytes), and whether every byte before it is
-        /// printable ASCII (0x20-0x7E). Eight bytes at a time while none of them ends the run.
+        /// printable ASCII (0x20-0x7E). Eight bytes at a time; the word that ends the run gives its end
+        /// by its lowest marked byte, so only the last few bytes of the document go one by one.
         func plainText(from start: Int) -> (end: Int, isPrintableASCII: Bool) {
             guard let base = bytes.baseAddress else { return (start, true) }
             let count = bytes.count
@@ -62,14 +63,22 @@ package enum JSONReader {
             var notPrintable: UInt64 = 0  // bit 7 of a byte: a byte past 0x7E was seen
             let ones: UInt64 = 0x0101_0101_0101_0101
             let highs: UInt64 = 0x8080_8080_8080_8080
-            // Per byte of a word, bit 7 set where the byte is zero (exact for the lowest such byte;
-            // nonzero exactly when some byte is zero).
+            // Per byte of a word, bit 7 set where the byte is zero: exact for the lowest such byte (a
+            // byte above a zero one may be marked too, through the borrow); nonzero exactly when some
+            // byte is zero.
             func zeroBytes(_ word: UInt64) -> UInt64 { (word &- ones) & ~word & highs }
             while count - index >= 8 {
-                let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
                 let ends = zeroBytes(word ^ (ones &* 0x22)) | zeroBytes(word ^ (ones &* 0x5C)) | ((word &- ones &* 0x20) & ~word & highs)
-                if ends != 0 { break }
-                notPrintable |= (word & highs) | zeroBytes(word ^ (ones &* 0x7F))
+                let marks = (word & highs) | zeroBytes(word ^ (ones &* 0x7F))
+                if ends != 0 {
+                    // The lowest marked byte is a real end (each mask's lowest mark is exact). Of the
+                    // bytes below it, a false mark of 0x7F can only sit above a real one.
+                    let length = ends.trailingZeroBitCount >> 3
+                    notPrintable |= marks & ((1 &<< UInt64(length &* 8)) &- 1)
+                    return (index + length, notPrintable == 0)
+                }
+                notPrintable |= marks
                 index += 8
             }
             while index < count {
