@@ -184,5 +184,13 @@ import Testing
         #expect(DirectEndpoint(baseURL: URL(string: "http://[::1]:9/")!)?.hostHeader == "[::1]:9")
         #expect(DirectEndpoint(baseURL: URL(string: "http://[::1]:9/")!)?.host == "::1")
         #expect(DirectEndpoint(baseURL: URL(string: "http://user:pass@platform.example/")!) == nil)
+        // The host as the URL spells it: an IDNA name as its `xn--` form, anything to decode left to AsyncHTTPClient.
+        #expect(DirectEndpoint(baseURL: URL(string: "http://xn--bcher-kva.example:81/")!)?.hostHeader == "xn--bcher-kva.example:81")
+        #expect(DirectEndpoint(baseURL: URL(string: "http://Platform.Example/")!)?.host == "Platform.Example")
+        #expect(DirectEndpoint(baseURL: URL(string: "http://plat%66orm.example/")!) == nil)
+        #expect(DirectEndpoint(baseURL: URL(string: "http://[fe80::1%25eth0]:9/")!) == nil)
+        if let unicode = URL(string: "http://bücher.example/") {
+            #expect(DirectEndpoint(baseURL: unicode).map { $0.host.utf8.allSatisfy { $0 < 0x80 } } ?? true)
+        }
     }
 }
