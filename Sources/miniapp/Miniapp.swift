@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MiniAppKit
+import NIOPosix
 
 @main
 struct Miniapp: AsyncParsableCommand {
@@ -29,10 +30,11 @@ struct Miniapp: AsyncParsableCommand {
         // Naming the same file in TZ keeps the zone and reads it once.
         if getenv("TZ") == nil { setenv("TZ", ":/etc/localtime", 0) }
         // The library's blocking work runs on NIO's thread pool, started at its first use. Starting its
-        // threads (and one more to start them) while the command parsed cost every command CPU on a
+        // threads (and one more to start them) while any command parsed cost every command CPU on a
         // two-core machine: without it, release, 3 x 11 interleaved runs, `--version` 11.4-11.9 ->
         // 10.1-10.5 ms, a cache hit of `download --version` 18.2-19.6 -> 17.4-18.1 ms, of `download`
-        // 25.6-28.9 -> 23.8-24.8 ms (issue 25).
+        // 25.6-28.9 -> 23.8-24.8 ms (issue 25). Only the quick commands below start it early, on this
+        // thread, which has nothing else to do.
         // The tool's own --version is only `miniapp --version`. ArgumentParser's `version:` would add the
         // flag to every command, where `download --version` is the version id (the help listed both),
         // and a root flag would swallow a `download --version` given without its value.
@@ -42,7 +44,15 @@ struct Miniapp: AsyncParsableCommand {
         }
         // `download <app-id> [--version <id>]` and `list` in their plain forms skip ArgumentParser.
         if let command = QuickCommandLine.command(Array(CommandLine.arguments.dropFirst())) {
-            await runAndExit(command)
+            // The command runs on the global executor while this thread, otherwise parked until the
+            // exit, starts NIO's thread pool, which every quick command needs a millisecond or two later
+            // (whichever gets there first starts it; the other waits for it). A cache hit of `download
+            // --version`, from `main` to the exit, 7.1 -> 5.8 ms (median of 21, ftrace on uprobes): the
+            // pool's start (1.3 ms: three conformance scans, two threads started and waited for) now
+            // overlaps the settings. (`runAndExit` exits the process: the wait below never ends.)
+            let run = Task.detached { () async -> Void in await runAndExit(command) }
+            _ = NIOThreadPool.singleton
+            await run.value
         }
         let command: any ParsableCommand
         do {
