@@ -213,14 +213,14 @@ struct RegistryResponder: HTTPResponder {
 
     private func list(preview: Bool, request: Request) -> Response {
         guard let appId = request.uri.queryParameters["miniAppId"].map(String.init) else {
-            let body = listings.body(preview: preview, stamp: registry.generation) {
+            let listing = listings.listing(preview: preview, stamp: registry.generation) {
                 // The id of an app is its folder's name: a record naming another is left out, and said.
                 for planted in registry.plantedApps() {
                     server.requestLog?("skipped apps/\(planted.folder)/app.json: it names app '\(Sanitizer.printable(planted.names, limit: 80))', not its folder's name")
                 }
                 return Self.encode(registry.listing(preview: preview))
             }
-            return Self.json(.ok, body: body)
+            return Self.json(.ok, body: listing.body, etag: listing.etag)
         }
         guard let app = registry.app(appId), let latest = registry.versions(of: appId, preview: preview).first else {
             return Self.json(.ok, [AppRecord]())
@@ -541,12 +541,16 @@ struct RegistryResponder: HTTPResponder {
     }
 
     /// A JSON answer: never cached without asking again (the registry changes as versions are
-    /// published), with an ETag of its bytes.
-    static func json(_ status: HTTPResponse.Status, body: ByteBuffer) -> Response {
-        let digest = SHA256Digest.hash(Array(body.readableBytesView)).hexString.prefix(32)
-        return Response(status: status, headers: [
-            .contentType: "application/json", .contentLength: "\(body.readableBytes)", .cacheControl: "no-cache", .eTag: "\"\(digest)\"",
+    /// published), with an ETag of its bytes (``etag(of:)``, unless given).
+    static func json(_ status: HTTPResponse.Status, body: ByteBuffer, etag: String? = nil) -> Response {
+        Response(status: status, headers: [
+            .contentType: "application/json", .contentLength: "\(body.readableBytes)", .cacheControl: "no-cache", .eTag: etag ?? Self.etag(of: body),
         ], body: .init(byteBuffer: body))
+    }
+
+    /// The ETag of a JSON answer: the first half of its SHA-256, quoted.
+    static func etag(of body: ByteBuffer) -> String {
+        "\"\(SHA256Digest.hash(body.readableBytesView).hexString.prefix(32))\""
     }
 
     static func encode<T: Encodable>(_ value: T) -> ByteBuffer {
@@ -558,28 +562,36 @@ struct RegistryResponder: HTTPResponder {
     }
 }
 
-/// The encoded app lists, reused while the registry's generation has not moved, and for at most a
-/// second (so that a hand edit, which does not move it, shows soon too).
+/// The encoded app lists with their ETags, reused while the registry's generation has not moved, and
+/// for at most a second (so that a hand edit, which does not move it, shows soon too).
 final class ListingCache: Sendable {
+    /// An encoded list and its ETag, computed once: hashing a 10,000-app list (2 MB) for every
+    /// request took `serve` several milliseconds a request (issue 25).
+    struct Listing {
+        var body: ByteBuffer
+        var etag: String
+    }
+
     private struct Entry {
         var stamp: Int
         var expires: ContinuousClock.Instant
-        var body: ByteBuffer
+        var listing: Listing
     }
 
     private let entries = NIOLockedValueBox<[Bool: Entry]>([:])
 
-    /// The cached body for `preview`, or a new one from `make`.
-    func body(preview: Bool, stamp: Int, make: () -> ByteBuffer) -> ByteBuffer {
+    /// The cached list for `preview`, or a new one from `make`.
+    func listing(preview: Bool, stamp: Int, make: () -> ByteBuffer) -> Listing {
         let now = ContinuousClock.now
         if let entry = entries.withLockedValue({ $0[preview] }), entry.stamp == stamp, entry.expires > now {
-            return entry.body
+            return entry.listing
         }
         let body = make()
+        let listing = Listing(body: body, etag: RegistryResponder.etag(of: body))
         // The second counts from when the body is ready: a list that takes longer than that to build
         // (10,000 apps on a slow disk) would otherwise be built anew for every request.
-        entries.withLockedValue { $0[preview] = Entry(stamp: stamp, expires: .now + .seconds(1), body: body) }
-        return body
+        entries.withLockedValue { $0[preview] = Entry(stamp: stamp, expires: .now + .seconds(1), listing: listing) }
+        return listing
     }
 }
 

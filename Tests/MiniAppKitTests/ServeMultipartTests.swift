@@ -1,4 +1,5 @@
 import Foundation
+import MiniAppKit
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
@@ -37,11 +38,14 @@ import Testing
             Thread.sleep(forTimeInterval: 1.2)
             return ByteBuffer(string: "[]")
         }
-        _ = cache.body(preview: false, stamp: 1, make: make)
-        _ = cache.body(preview: false, stamp: 1, make: make)
+        let first = cache.listing(preview: false, stamp: 1, make: make)
+        let second = cache.listing(preview: false, stamp: 1, make: make)
         #expect(builds.withLockedValue { $0 } == 1)
+        // The ETag is the body's, made with it: the first half of its SHA-256, quoted.
+        #expect(first.etag == second.etag && first.etag == "\"" + SHA256Digest.hash(Array("[]".utf8)).hexString.prefix(32) + "\"")
         // A moved generation is never served from the cache.
-        _ = cache.body(preview: false, stamp: 2, make: { builds.withLockedValue { $0 += 1 }; return ByteBuffer(string: "[]") })
+        let moved = cache.listing(preview: false, stamp: 2, make: { builds.withLockedValue { $0 += 1 }; return ByteBuffer(string: "[1]") })
         #expect(builds.withLockedValue { $0 } == 2)
+        #expect(moved.etag == RegistryResponder.etag(of: ByteBuffer(string: "[1]")) && moved.etag != first.etag)
     }
 }
