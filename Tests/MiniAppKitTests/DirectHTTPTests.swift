@@ -189,6 +189,9 @@ import Testing
         #expect(DirectEndpoint(baseURL: URL(string: "http://Platform.Example/")!)?.host == "Platform.Example")
         #expect(DirectEndpoint(baseURL: URL(string: "http://plat%66orm.example/")!) == nil)
         #expect(DirectEndpoint(baseURL: URL(string: "http://[fe80::1%25eth0]:9/")!) == nil)
+        // Address literals skip the interface listing that names need (AI_ADDRCONFIG).
+        #expect(DirectHTTP.isAddressLiteral("127.0.0.1") && DirectHTTP.isAddressLiteral("::1") && DirectHTTP.isAddressLiteral("fe80::1"))
+        #expect(!DirectHTTP.isAddressLiteral("localhost") && !DirectHTTP.isAddressLiteral("127.1") && !DirectHTTP.isAddressLiteral("[::1]"))
         if let unicode = URL(string: "http://bücher.example/") {
             #expect(DirectEndpoint(baseURL: unicode).map { $0.host.utf8.allSatisfy { $0 < 0x80 } } ?? true)
         }

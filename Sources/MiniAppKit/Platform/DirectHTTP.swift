@@ -145,12 +145,20 @@ enum DirectHTTP {
 
     // MARK: Connecting
 
+    /// Whether `host` is an IPv4 or IPv6 address as `inet_pton` reads one.
+    static func isAddressLiteral(_ host: String) -> Bool {
+        var address = in6_addr()
+        return inet_pton(AF_INET, host, &address) == 1 || inet_pton(AF_INET6, host, &address) == 1
+    }
+
     /// A connected non-blocking socket to the first of the endpoint's addresses that accepts.
     private static func connect(_ endpoint: DirectEndpoint, timeout: Duration, deadline: ContinuousClock.Instant, canceller: SocketCanceller) throws -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG
+        // An address literal is taken as it is: AI_ADDRCONFIG, there for names, made glibc list the
+        // machine's addresses over netlink first even for 127.0.0.1.
+        hints.ai_flags = AI_NUMERICSERV | (isAddressLiteral(endpoint.host) ? AI_NUMERICHOST : AI_ADDRCONFIG)
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(endpoint.host, String(endpoint.port), &hints, &list)
         guard status == 0, let first = list else {
