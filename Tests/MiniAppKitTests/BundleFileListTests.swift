@@ -29,7 +29,7 @@ struct BundleFileListTests {
         "miniapp-files 1\nf 1 2 \(String(repeating: "a", count: 64)) index.html\n",
         "miniapp-files 1\nf 1234567890123456789 2 3 \(String(repeating: "a", count: 64)) index.html\n",
         "miniapp-files 1\ndd 1 2 a\n",
-        "miniapp-files 1\nd 1 2 a\u{0}b\n",
+        "miniapp-files 1\nd 1 2 a\u{0}b\n", "miniapp-files 1\nd 1 2 a\n\u{0}", "\u{0}miniapp-files 1\n",
     ])
     func refusesMalformedLists(_ text: String) {
         #expect(BundleFileList(decoding: Data(text.utf8)) == nil)
@@ -44,5 +44,9 @@ struct BundleFileListTests {
             #expect(index.bytes[entry.path.upperBound] == 0)
         }
         #expect(FileListIndex(Array("miniapp-files 1".utf8))?.files.isEmpty == true)
+        // Empty lines are skipped; the last line needs no line end; a path keeps its spaces.
+        let loose = try #require(FileListIndex(Array("miniapp-files 1\n\nd 1 2 a b\n\n\nf 3 4 5 \(String(repeating: "c", count: 64)) a b/c  d".utf8)))
+        #expect(loose.directories.map(loose.path) == ["a b"])
+        #expect(loose.files.map(loose.file) == [BundleFile(path: "a b/c  d", size: 3, sha256: String(repeating: "c", count: 64), changedAt: FileTimestamp(seconds: 4, nanoseconds: 5))])
     }
 }

@@ -122,13 +122,20 @@ package struct FileListIndex: Sendable {
         var terminated = bytes
         let count = terminated.count
         terminated.append(0)
-        for index in 0..<count {
-            switch terminated[index] {
-            case 0: return nil
-            case UInt8(ascii: "\n"): terminated[index] = 0
-            default: continue
+        // memchr rather than a loop over each byte: a hit reads a list of 1,000 files (140 KB) each time.
+        let lineEnds = terminated.withUnsafeMutableBufferPointer { buffer -> Bool in
+            guard let base = buffer.baseAddress, count > 0 else { return true }
+            // A NUL in the list is refused: the paths become C strings in place.
+            guard memchr(base, 0, count) == nil else { return false }
+            var position = 0
+            while position < count, let found = memchr(base + position, Int32(UInt8(ascii: "\n")), count - position) {
+                let index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                base[index] = 0
+                position = index + 1
             }
+            return true
         }
+        guard lineEnds else { return nil }
         self.bytes = terminated
         guard let (directories, files) = terminated.withUnsafeBufferPointer({ Self.parse(UnsafeBufferPointer(rebasing: $0.dropLast())) }) else { return nil }
         self.directories = directories
@@ -186,9 +193,9 @@ private struct LineCursor {
     package var position = 0
 
     package mutating func nextLine() -> Range<Int>? {
-        guard position < bytes.count else { return nil }
+        guard position < bytes.count, let base = bytes.baseAddress else { return nil }
         let start = position
-        while position < bytes.count, bytes[position] != 0 { position += 1 }
+        position = memchr(base + start, 0, bytes.count - start).map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) } ?? bytes.count
         defer { position += 1 }
         return start..<position
     }
@@ -206,9 +213,8 @@ private struct FieldCursor {
 
     /// The next field, or `nil` at the end of the line.
     package mutating func next() -> Range<Int>? {
-        guard !range.isEmpty else { return nil }
-        var end = range.lowerBound
-        while end < range.upperBound, bytes[end] != UInt8(ascii: " ") { end += 1 }
+        guard !range.isEmpty, let base = bytes.baseAddress else { return nil }
+        let end = memchr(base + range.lowerBound, Int32(UInt8(ascii: " ")), range.count).map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) } ?? range.upperBound
         defer { range = min(end + 1, range.upperBound)..<range.upperBound }
         return range.lowerBound..<end
     }
