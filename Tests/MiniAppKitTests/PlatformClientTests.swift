@@ -338,6 +338,10 @@ final class Counter: Sendable {
         // stopped server's port once went to another test's server answering 500, which was retried).
         let closed = LoopbackPort()
         defer { withExtendedLifetime(closed) {} }
+        // Another test's server may have answered on this port earlier in the process: the pooled
+        // transport would then skip its probe and wait out the connect timeout (a loaded full run saw
+        // a timeout, retried, instead of the refusal).
+        LazyHTTPClient.forget("127.0.0.1:\(closed.port)")
         let client = PlatformClient(baseURL: URL(string: "http://127.0.0.1:\(closed.port)/")!, projectId: "p", network: fastNetwork, connections: transport.connections)
         let error = await #expect(throws: PlatformError.self) { try await client.listApps() }
         try await client.shutdown()

@@ -322,6 +322,12 @@ final class LazyHTTPClient: Sendable {
         }
     }
 
+    /// Forgets that `key` (`host:port`) answered, so that the next request to it probes again: for
+    /// tests whose closed port another test's server held earlier in the same process.
+    static func forget(_ key: String) {
+        _ = reached.withLockedValue { $0.remove(key) }
+    }
+
     /// Shuts the client down, if it was made here.
     func shutdown() async throws {
         let made = box.withLockedValue { made in
