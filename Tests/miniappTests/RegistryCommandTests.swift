@@ -32,10 +32,14 @@ func startServe(_ registry: String, _ extra: [String] = [], environment: [String
     throw CocoaError(.fileReadUnknown)
 }
 
-/// Fetches `url` with `headers` and returns the status, headers and body.
+/// Fetches `url` with `headers` and returns the status, headers and body, on a connection of its own:
+/// the shared client's pool could otherwise hand a test a kept connection to an earlier test's server,
+/// stopped since, on the same port (a loaded full run failed two range tests with "I/O on closed
+/// channel" and "remote connection closed").
 func fetch(_ url: URL, headers: [String: String] = [:]) async throws -> (Int, [String: String], Data) {
     var request = HTTPClientRequest(url: url.absoluteString)
     for (name, value) in headers { request.headers.add(name: name, value: value) }
+    if !headers.keys.contains(where: { $0.lowercased() == "connection" }) { request.headers.add(name: "Connection", value: "close") }
     let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
     let body = try await response.body.collect(upTo: 1 << 26)
     var fields: [String: String] = [:]
