@@ -77,9 +77,9 @@ struct Miniapp: AsyncParsableCommand {
         finish()
     }
 
-    /// Runs a quick command and exits on the thread that ran its end. Called from the main actor, the
-    /// function runs on the global executor: the exit no longer waits for the main actor, whose queue
-    /// (the main thread parked in `dispatch_main`) gets a new thread for it.
+    /// Runs a quick command and exits on the thread that ran its end. Nonisolated, the function runs on
+    /// the global executor: the exit does not wait for the main actor, whose queue (the main thread,
+    /// parked in `dispatch_main` once it has started the thread pool) would get a new thread for it.
     nonisolated private static func runAndExit(_ command: QuickCommandLine.Command) async -> Never {
         do {
             try await command.run()
