@@ -146,8 +146,12 @@ enum ListOutput {
         init(_ texts: AppListText.Texts, _ text: AppListText.Text) {
             self.text = text
             self.word = ""
-            let cell = text.isPlain ? "" : texts.string(text) ?? ""
-            self.width = text.isPlain ? text.count : Self.isOneBytePerCharacter(cell) ? cell.utf8.count : cell.count
+            if text.isPlain {
+                self.width = text.count
+            } else {
+                let cell = texts.string(text) ?? ""
+                self.width = Self.isOneBytePerCharacter(cell) ? cell.utf8.count : cell.count
+            }
         }
 
         /// ASCII without CR (CR LF is one character of two bytes): the count of characters

@@ -126,10 +126,9 @@ package struct FileListIndex: Sendable {
         let lineEnds = terminated.withUnsafeMutableBufferPointer { buffer -> Bool in
             guard let base = buffer.baseAddress, count > 0 else { return true }
             // A NUL in the list is refused: the paths become C strings in place.
-            guard memchr(base, 0, count) == nil else { return false }
+            guard firstIndex(of: 0, in: UnsafePointer(base), 0..<count) == nil else { return false }
             var position = 0
-            while position < count, let found = memchr(base + position, Int32(UInt8(ascii: "\n")), count - position) {
-                let index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            while let index = firstIndex(of: UInt8(ascii: "\n"), in: UnsafePointer(base), position..<count) {
                 base[index] = 0
                 position = index + 1
             }
@@ -187,6 +186,12 @@ package struct FileListIndex: Sendable {
     }
 }
 
+/// The offset from `base` of the first `byte` within `range` (memchr), or `nil`.
+private func firstIndex(of byte: UInt8, in base: UnsafePointer<UInt8>, _ range: Range<Int>) -> Int? {
+    guard !range.isEmpty, let found = memchr(base + range.lowerBound, Int32(byte), range.count) else { return nil }
+    return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+}
+
 /// Lines of a byte buffer whose line ends were made NULs, without their end.
 private struct LineCursor {
     package let bytes: UnsafeBufferPointer<UInt8>
@@ -195,7 +200,7 @@ private struct LineCursor {
     package mutating func nextLine() -> Range<Int>? {
         guard position < bytes.count, let base = bytes.baseAddress else { return nil }
         let start = position
-        position = memchr(base + start, 0, bytes.count - start).map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) } ?? bytes.count
+        position = firstIndex(of: 0, in: base, start..<bytes.count) ?? bytes.count
         defer { position += 1 }
         return start..<position
     }
@@ -214,7 +219,7 @@ private struct FieldCursor {
     /// The next field, or `nil` at the end of the line.
     package mutating func next() -> Range<Int>? {
         guard !range.isEmpty, let base = bytes.baseAddress else { return nil }
-        let end = memchr(base + range.lowerBound, Int32(UInt8(ascii: " ")), range.count).map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) } ?? range.upperBound
+        let end = firstIndex(of: UInt8(ascii: " "), in: base, range) ?? range.upperBound
         defer { range = min(end + 1, range.upperBound)..<range.upperBound }
         return range.lowerBound..<end
     }

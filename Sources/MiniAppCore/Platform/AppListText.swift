@@ -134,7 +134,6 @@ package struct AppListText: Sendable {
         let isPlain = decoded[start...].allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
         return Text(start: start, count: count, isPlain: isPlain, isDecoded: true)
     }
-
 }
 
 extension JSONReader.Parser {

@@ -23,6 +23,8 @@ struct DirectEndpoint: Sendable {
     let host: String
     let port: Int
     let hostHeader: String
+    /// `host:port`, an IPv6 host in brackets: how errors name the endpoint.
+    let authority: String
     let basePath: String
 
     /// The endpoint of a plain `http://` base URL without user, query or fragment; `nil` otherwise.
@@ -43,6 +45,7 @@ struct DirectEndpoint: Sendable {
         self.port = baseURL.port ?? 80
         let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         self.hostHeader = baseURL.port.map { "\(name):\($0)" } ?? name
+        self.authority = "\(name):\(port)"
         self.basePath = path.hasPrefix("/") ? path : "/" + path
     }
 }
@@ -165,7 +168,7 @@ enum DirectHTTP {
             throw ConnectionFailure(description: "the host name \(endpoint.host) does not resolve")
         }
         defer { freeaddrinfo(first) }
-        let key = "\(endpoint.host.contains(":") ? "[\(endpoint.host)]" : endpoint.host):\(endpoint.port)"
+        let key = endpoint.authority
         let end = min(ContinuousClock.now + timeout, deadline)
         var codes: [Int32] = []
         var timedOut = false
