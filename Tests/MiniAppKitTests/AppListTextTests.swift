@@ -68,6 +68,43 @@ import Testing
         Self.expectSame(HostileCatalog.json(count: 3_000))
     }
 
+    /// A long list is read in two halves on two threads: the same records, texts (decoded ones
+    /// included, from both halves) and verdicts as one pass, whole, cut short, or spoiled in either half.
+    @Test func aLongListReadInTwoHalves() throws {
+        let document = HostileCatalog.json(count: 3_000)
+        #expect(document.count >= AppListText.splitMinimumBytes)
+        let split = try #require(document.withUnsafeBufferPointer { AppListText.splitCandidate($0) })
+        #expect(split > document.count / 2)
+        Self.expectSame(document)
+        // Cut short, or given one bad byte, in the first half, at the guess, and in the second half.
+        for place in [document.count / 4, split - 1, split, split + 1, document.count * 3 / 4, document.count - 2] {
+            Self.expectSame(Array(document[..<place]))
+            for bad in [UInt8(ascii: "}"), UInt8(ascii: "\""), 0xFF, UInt8(ascii: ",")] {
+                var spoiled = document
+                spoiled[place] = bad
+                Self.expectSame(spoiled)
+            }
+        }
+        Self.expectSame(document + Array(" \n\t".utf8))
+        Self.expectSame(document + Array(" x".utf8))
+        Self.expectSame(Array(document.dropLast(2)) + Array(",]".utf8))
+    }
+
+    /// When the guessed start of the second half lies inside a string (here a text that looks like
+    /// records), reading from the start does not land on it: the guess is dropped, and the list is
+    /// read as in one pass.
+    @Test func aGuessInsideAStringIsDropped() throws {
+        let fake = String(repeating: #", {\"id\": \"fake\", \"version\": {\"versionId\": \"v\"}}"#, count: 12_000)
+        let record = #"{"id": "real", "version": {"versionId": "v"}, "displayName": "\#(fake)"}"#
+        let small = #"{"id": "small", "version": {"versionId": "v"}}"#
+        let document = Array("[\(record), \(small)]".utf8)
+        #expect(document.count >= AppListText.splitMinimumBytes)
+        let split = try #require(document.withUnsafeBufferPointer { AppListText.splitCandidate($0) })
+        #expect(split < record.utf8.count, "the guess falls inside the first record's name")
+        Self.expectSame(document)
+        #expect(Self.entries(document)?.entries.count == 2)
+    }
+
     @Test func invalidUTF8AnywhereIsRefused() {
         for bytes in [[0xFF], [0xC3], [0xED, 0xA0, 0x80], [0xC0, 0xAF], [0xF4, 0x90, 0x80, 0x80]] as [[UInt8]] {
             for member in ["displayName", "unknown", "id"] {

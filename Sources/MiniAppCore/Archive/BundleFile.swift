@@ -187,7 +187,7 @@ package struct FileListIndex: Sendable {
 }
 
 /// The offset from `base` of the first `byte` within `range` (memchr), or `nil`.
-private func firstIndex(of byte: UInt8, in base: UnsafePointer<UInt8>, _ range: Range<Int>) -> Int? {
+func firstIndex(of byte: UInt8, in base: UnsafePointer<UInt8>, _ range: Range<Int>) -> Int? {
     guard !range.isEmpty, let found = memchr(base + range.lowerBound, Int32(byte), range.count) else { return nil }
     return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
 }

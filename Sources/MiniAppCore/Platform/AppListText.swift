@@ -44,6 +44,11 @@ package struct AppListText: Sendable {
         /// Whether it is all printable ASCII (0x20-0x7E) other than `"` and `\`: no byte needs an escape
         /// in a JSON string or on a terminal. (A text in place has neither: they would be escapes.)
         package var isPlain: Bool { bits & Self.plain != 0 }
+
+        /// The same text once `offset` bytes of decoded texts were put before its own.
+        func rebased(by offset: Int) -> Text {
+            isDecoded ? Text(start: start + UInt32(offset), bits: bits) : self
+        }
     }
 
     /// The texts of one record, named as ``AppRecord``'s fields.
@@ -55,6 +60,15 @@ package struct AppListText: Sendable {
         package var versionTag = Text.absent
         package var promotionalImageUrl = Text.absent
         package var promotionalText = Text.absent
+
+        /// The same texts once `offset` bytes of decoded texts were put before their own.
+        func rebased(by offset: Int) -> Entry {
+            Entry(
+                id: id.rebased(by: offset), displayName: displayName.rebased(by: offset), icon: icon.rebased(by: offset),
+                versionId: versionId.rebased(by: offset), versionTag: versionTag.rebased(by: offset),
+                promotionalImageUrl: promotionalImageUrl.rebased(by: offset), promotionalText: promotionalText.rebased(by: offset)
+            )
+        }
     }
 
     /// The records kept, in the list's order.
@@ -75,13 +89,86 @@ package struct AppListText: Sendable {
         // Offsets are 32-bit; a decoded URL may be up to three times as long as its text.
         guard list.count <= Text.maximumCount / 3 else { return nil }
         var text = AppListText(bytes: list)
-        text.entries.reserveCapacity(list.count / 128)
         let read = list.withUnsafeBytes { raw in
-            JSONReader.parse(raw.bindMemory(to: UInt8.self), maxDepth: 256) { parser in
-                parser.whole { $0.appListArray(into: &text) }
+            let bytes = raw.bindMemory(to: UInt8.self)
+            if bytes.count >= splitMinimumBytes, ProcessEnvironment.processorCount > 1, let split = splitCandidate(bytes) {
+                return readInTwo(bytes, at: split, into: &text)
+            }
+            text.entries.reserveCapacity(list.count / 128)
+            var parser = JSONReader.Parser(bytes: bytes, maxDepth: maxDepth)
+            return parser.appList(into: &text, stoppingAt: nil) == .whole
+        }
+        return read ? text : nil
+    }
+
+    private static let maxDepth = 256
+    /// A list at least this long is read in two halves at once, on two threads: a list of 10,000 apps
+    /// (2 MB) took about 7-12 ms to read in one pass (issue 25).
+    static let splitMinimumBytes = 256 << 10
+
+    /// Where the second half of a list might start: the first `{` past the middle that follows a `,`
+    /// (with whitespace between them or not). It is a guess, as these bytes may sit in a string;
+    /// ``readInTwo(_:at:into:)`` takes it only when reading from the start lands on it.
+    static func splitCandidate(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let base = bytes.baseAddress else { return nil }
+        var index = bytes.count / 2
+        let limit = min(bytes.count, index + (64 << 10))
+        while index < limit, let comma = firstIndex(of: UInt8(ascii: ","), in: base, index..<limit) {
+            index = comma + 1
+            while index < limit, JSONReader.isWhitespace(base[index]) { index += 1 }
+            if index < limit, base[index] == UInt8(ascii: "{") { return index }
+        }
+        return nil
+    }
+
+    /// The list read in two halves at once: the elements from `split` on, on a thread of their own,
+    /// while this one reads from the start. The second half counts only when the first one, element
+    /// by element, starts an element exactly at `split`: the two readings are then the one pass split
+    /// in two, with the same records, texts and verdict. When it does not (the guess was inside a
+    /// string), this thread reads on to the end and the second half is dropped.
+    private static func readInTwo(_ bytes: UnsafeBufferPointer<UInt8>, at split: Int, into text: inout AppListText) -> Bool {
+        /// A half's reading, handed back from its thread.
+        final class Half: @unchecked Sendable {
+            var text: AppListText
+            var outcome = JSONReader.Parser.AppListOutcome.failed
+            init(_ text: AppListText) { self.text = text }
+        }
+        /// The list's bytes, read by both threads, valid until both are done.
+        struct SharedBytes: @unchecked Sendable { let buffer: UnsafeBufferPointer<UInt8> }
+        let shared = SharedBytes(buffer: bytes)
+        let halves = [Half(text), Half(AppListText(bytes: text.bytes))]
+        WorkerThreads.run(2, name: "miniapp.list") { part in
+            let half = halves[part]
+            var parser = JSONReader.Parser(bytes: shared.buffer, maxDepth: maxDepth)
+            if part == 0 {
+                half.text.entries.reserveCapacity(split / 128)
+                half.outcome = parser.appList(into: &half.text, stoppingAt: split)
+            } else {
+                half.text.entries.reserveCapacity((shared.buffer.count - split) / 128)
+                half.outcome = parser.appListElements(from: split, into: &half.text)
             }
         }
-        return read == nil ? nil : text
+        switch halves[0].outcome {
+        case .failed:
+            return false
+        case .whole:
+            text = halves[0].text
+            return true
+        case .landed:
+            guard halves[1].outcome == .whole else { return false }
+            text = halves[0].text
+            text.append(halves[1].text)
+            return true
+        }
+    }
+
+    /// `other`, read from the elements that follow this list's, added after them.
+    private mutating func append(_ other: AppListText) {
+        let offset = decoded.count
+        decoded.append(contentsOf: other.decoded)
+        entries.reserveCapacity(entries.count + other.entries.count)
+        for entry in other.entries { entries.append(offset == 0 ? entry : entry.rebased(by: offset)) }
+        elementCount += other.elementCount
     }
 
     /// `records` as texts, all of them kept.
@@ -137,9 +224,62 @@ package struct AppListText: Sendable {
 }
 
 extension JSONReader.Parser {
-    fileprivate mutating func appListArray(into list: inout AppListText) -> Bool? {
-        guard current == UInt8(ascii: "[") else { return nil }
-        return eachElement { $0.appListElement(into: &list) } ? true : nil
+    /// How far a reading of an app list went.
+    enum AppListOutcome {
+        /// The document is not a well-formed array (or has more than whitespace around it).
+        case failed
+        /// The whole document was read.
+        case whole
+        /// An element starts at the offset the reading was to stop at.
+        case landed
+    }
+
+    /// The document, an array of app records, as `whole` reads it with `eachElement`, each element
+    /// by ``appListElement(into:)``; stops before an element that starts at `split`.
+    fileprivate mutating func appList(into list: inout AppListText, stoppingAt split: Int?) -> AppListOutcome {
+        skipWhitespace()
+        guard current == UInt8(ascii: "[") else { return .failed }
+        position += 1
+        depth = 1
+        skipWhitespace()
+        if current == UInt8(ascii: "]") { return arrayEnd() }
+        while true {
+            skipWhitespace()
+            if position == split { return .landed }
+            guard appListElement(into: &list) else { return .failed }
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","): position += 1
+            case UInt8(ascii: "]"): return arrayEnd()
+            default: return .failed
+            }
+        }
+    }
+
+    /// The elements from `start` (the first byte of one) to the array's end and the document's, as
+    /// ``appList(into:stoppingAt:)`` reads them.
+    fileprivate mutating func appListElements(from start: Int, into list: inout AppListText) -> AppListOutcome {
+        position = start
+        depth = 1
+        while true {
+            guard appListElement(into: &list) else { return .failed }
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","):
+                position += 1
+                skipWhitespace()
+            case UInt8(ascii: "]"): return arrayEnd()
+            default: return .failed
+            }
+        }
+    }
+
+    /// At the array's `]`: the document must end after it, whitespace aside.
+    private mutating func arrayEnd() -> AppListOutcome {
+        position += 1
+        depth = 0
+        skipWhitespace()
+        return position == bytes.count ? .whole : .failed
     }
 
     /// One element, as ``appRecord()`` reads it: its texts added to `list` when it is an object with a

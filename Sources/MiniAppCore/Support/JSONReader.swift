@@ -14,6 +14,11 @@ package enum JSONReader {
         parse(bytes, maxDepth: maxDepth) { $0.document() }
     }
 
+    /// Whether `byte` is JSON whitespace (space, tab, line feed, carriage return).
+    static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+
     /// `read` with a parser over `bytes`, contiguous or copied.
     static func parse<Bytes: Collection<UInt8>, T>(_ bytes: Bytes, maxDepth: Int, _ read: (inout Parser) -> T?) -> T? {
         let parsed = bytes.withContiguousStorageIfAvailable { buffer -> T? in
@@ -91,7 +96,7 @@ package enum JSONReader {
         }
 
         mutating func skipWhitespace() {
-            while let byte = current, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { position += 1 }
+            while let byte = current, JSONReader.isWhitespace(byte) { position += 1 }
         }
 
         private mutating func consume(_ literal: StaticString) -> Bool {
