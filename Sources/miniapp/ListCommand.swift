@@ -76,7 +76,7 @@ enum ListOutput {
         list.withTexts { texts in
             for (index, entry) in list.entries.enumerated() {
                 out.append(index == 0 ? "  {\n    \"cached\" : " : ",\n  {\n    \"cached\" : ")
-                out.append(cached[index] ? "true" : "false")
+                out.append(cached[index] ? "true" as StaticString : "false")
                 out.jsonMember(",\n    \"displayName\" : ", entry.displayName, texts, &scratch)
                 out.jsonMember(",\n    \"icon\" : ", entry.icon, texts, &scratch)
                 out.jsonMember(",\n    \"id\" : ", entry.id, texts, &scratch)
@@ -213,16 +213,21 @@ struct ChunkedOutput: ~Copyable {
         buffer.deallocate()
     }
 
+    @inline(__always)
     mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let start = bytes.baseAddress else { return }
-        if count + bytes.count > Self.capacity {
-            flush()
-            guard bytes.count <= Self.capacity else { return Console.output(UnsafeRawBufferPointer(bytes)) }
-        }
+        guard count + bytes.count <= Self.capacity else { return appendAfterFlush(bytes) }
         (buffer + count).update(from: start, count: bytes.count)
         count += bytes.count
     }
 
+    private mutating func appendAfterFlush(_ bytes: UnsafeBufferPointer<UInt8>) {
+        flush()
+        guard bytes.count <= Self.capacity else { return Console.output(UnsafeRawBufferPointer(bytes)) }
+        append(bytes)
+    }
+
+    @inline(__always)
     mutating func append(_ literal: StaticString) {
         append(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
