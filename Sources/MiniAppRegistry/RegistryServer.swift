@@ -172,6 +172,11 @@ struct RegistryResponder: HTTPResponder {
         return response
     }
 
+    /// Registry reads (files and JSON decoding, blocking calls) run on NIO's thread pool, never on the
+    /// task that answers (but for the generation file, see ``listing(preview:)``), and the list of
+    /// every app is made on a thread of its own (``ListingCache``):
+    /// reading the registry on Swift's cooperative pool let two list requests stall every other
+    /// request of a 10,000-app registry for about a second, each time the cached list expired.
     private func route(_ request: Request, context: BasicRequestContext) async throws -> Response {
         guard request.method == .get || request.method == .head else {
             return Self.error(.methodNotAllowed, "only GET and HEAD are served")
@@ -186,6 +191,41 @@ struct RegistryResponder: HTTPResponder {
                 return Self.json(.unauthorized, ["error": "invalid_client", "error_description": "missing or invalid apiKey"])
             }
         }
+        if request.uri.queryParameters["miniAppId"] == nil, let preview = Self.listKind(segments, projectId: server.projectId) {
+            return try await listing(preview: preview)
+        }
+        return try await NIOThreadPool.singleton.runIfActive { self.answer(segments, request: request) }
+    }
+
+    /// Whether `segments` ask for the list of every app (`host/<project>/miniapps`, or `.../preview`
+    /// for the preview list) of this server's project; `nil` for any other path.
+    static func listKind(_ segments: [String], projectId: String?) -> Bool? {
+        guard segments.count == 3 || segments.count == 4, segments[0] == "host", segments[2] == "miniapps",
+              projectId.map({ $0 == segments[1] }) ?? true else { return nil }
+        if segments.count == 3 { return false }
+        return segments[3] == "preview" ? true : nil
+    }
+
+    /// The list of every app, from ``ListingCache``.
+    private func listing(preview: Bool) async throws -> Response {
+        let registry = self.registry
+        // The one registry read made here: a file of one line, read on every list request. Sending it to
+        // the thread pool cost 15% of `serve`'s list requests per second.
+        let stamp = registry.generation
+        let server = self.server
+        let listing = await listings.listing(preview: preview, stamp: stamp) {
+            // The id of an app is its folder's name: a record naming another is left out, and said.
+            for planted in registry.plantedApps() {
+                server.requestLog?("skipped apps/\(planted.folder)/app.json: it names app '\(Sanitizer.printable(planted.names, limit: 80))', not its folder's name")
+            }
+            return Self.encode(registry.listing(preview: preview))
+        }
+        return Self.json(.ok, body: listing.body, etag: listing.etag)
+    }
+
+    /// The answer to a JSON request other than the list of every app: blocking reads, for a thread
+    /// pool's thread.
+    private func answer(_ segments: [String], request: Request) -> Response {
         if segments.count == 2, segments[0] == "keys" {
             guard let key = registry.key(segments[1]) else { return Self.error(.notFound, "no key \(segments[1])") }
             return Self.json(.ok, key)
@@ -197,9 +237,9 @@ struct RegistryResponder: HTTPResponder {
         let rest = Array(segments.dropFirst(2))
         switch rest.count {
         case 1 where rest[0] == "miniapps":
-            return list(preview: false, request: request)
+            return latest(preview: false, request: request)
         case 2 where rest[0] == "miniapps" && rest[1] == "preview":
-            return list(preview: true, request: request)
+            return latest(preview: true, request: request)
         case 2 where rest[0] == "preview-codes":
             return previewCode(rest[1])
         case 5 where rest[0] == "miniapp" && rest[2] == "version":
@@ -211,17 +251,9 @@ struct RegistryResponder: HTTPResponder {
         }
     }
 
-    private func list(preview: Bool, request: Request) -> Response {
-        guard let appId = request.uri.queryParameters["miniAppId"].map(String.init) else {
-            let listing = listings.listing(preview: preview, stamp: registry.generation) {
-                // The id of an app is its folder's name: a record naming another is left out, and said.
-                for planted in registry.plantedApps() {
-                    server.requestLog?("skipped apps/\(planted.folder)/app.json: it names app '\(Sanitizer.printable(planted.names, limit: 80))', not its folder's name")
-                }
-                return Self.encode(registry.listing(preview: preview))
-            }
-            return Self.json(.ok, body: listing.body, etag: listing.etag)
-        }
+    /// The latest version of the app named by `miniAppId` (the list of every app is ``listing(preview:)``'s).
+    private func latest(preview: Bool, request: Request) -> Response {
+        guard let appId = request.uri.queryParameters["miniAppId"].map(String.init) else { return Self.error(.notFound, "no such endpoint") }
         guard let app = registry.app(appId), let latest = registry.versions(of: appId, preview: preview).first else {
             return Self.json(.ok, [AppRecord]())
         }
@@ -304,19 +336,22 @@ struct RegistryResponder: HTTPResponder {
     }
 
     private func zip(appId: String, versionId: String, request: Request, context: BasicRequestContext) async throws -> Response {
-        guard let version = registry.version(appId: appId, versionId: versionId) else { return Self.error(.notFound, "no such bundle") }
-        let path = registry.bundlePath(appId: appId, versionId: versionId)
-        // Only the registry's own regular files, never through a link: checked on the path, then on the
-        // opened descriptor (a folder or a pipe in its place is not a zip either).
-        guard registry.regularFile(path) else { return Self.error(.notFound, "no such bundle") }
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else { return Self.error(.notFound, "no such bundle") }
-        var info = stat()
-        let opened = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
-        close(descriptor)
-        guard opened else { return Self.error(.notFound, "no such bundle") }
-        let size = Int(info.st_size)
-        let etag = "\"\(version.sha256)\""
+        let registry = self.registry
+        let found = try await NIOThreadPool.singleton.runIfActive { () -> (path: String, size: Int, sha256: String)? in
+            guard let version = registry.version(appId: appId, versionId: versionId) else { return nil }
+            let path = registry.bundlePath(appId: appId, versionId: versionId)
+            // Only the registry's own regular files, never through a link: checked on the path, then on
+            // the opened descriptor (a folder or a pipe in its place is not a zip either).
+            guard registry.regularFile(path) else { return nil }
+            let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard descriptor >= 0 else { return nil }
+            var info = stat()
+            let opened = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+            close(descriptor)
+            return opened ? (path, Int(info.st_size), version.sha256) : nil
+        }
+        guard let (path, size, sha256) = found else { return Self.error(.notFound, "no such bundle") }
+        let etag = "\"\(sha256)\""
         // A version's zip never changes: its URL names the version, and its ETag is its SHA-256.
         var headers: HTTPFields = [
             .contentType: "application/zip", .acceptRanges: "bytes", .eTag: etag,
@@ -563,7 +598,12 @@ struct RegistryResponder: HTTPResponder {
 }
 
 /// The encoded app lists with their ETags, reused while the registry's generation has not moved, and
-/// for at most a second (so that a hand edit, which does not move it, shows soon too).
+/// for a second (so that a hand edit, which does not move it, shows soon too).
+///
+/// A list is made on a thread of its own, once however many requests want it, and never on the task
+/// that asks: making the list of a 10,000-app registry reads 20,000 files and takes about a second.
+/// Once its second is over, a list of the same generation is still served while the next is made; a
+/// moved generation (a version published) is always waited for.
 final class ListingCache: Sendable {
     /// An encoded list and its ETag, computed once: hashing a 10,000-app list (2 MB) for every
     /// request took `serve` several milliseconds a request (issue 25).
@@ -578,20 +618,72 @@ final class ListingCache: Sendable {
         var listing: Listing
     }
 
-    private let entries = NIOLockedValueBox<[Bool: Entry]>([:])
+    /// A list being made, and who waits for it.
+    private struct Making {
+        var preview: Bool
+        var stamp: Int
+        var waiters: [CheckedContinuation<Listing, Never>]
+    }
 
-    /// The cached list for `preview`, or a new one from `make`.
-    func listing(preview: Bool, stamp: Int, make: () -> ByteBuffer) -> Listing {
-        let now = ContinuousClock.now
-        if let entry = entries.withLockedValue({ $0[preview] }), entry.stamp == stamp, entry.expires > now {
-            return entry.listing
+    private struct State {
+        var entries: [Bool: Entry] = [:]
+        var making: [Making] = []
+    }
+
+    private let state = NIOLockedValueBox(State())
+    /// How long a list is served before it is made again.
+    let lifetime: Duration
+
+    init(lifetime: Duration = .seconds(1)) {
+        self.lifetime = lifetime
+    }
+
+    /// The list for `preview` at generation `stamp`: the cached one, or the one `make` makes.
+    func listing(preview: Bool, stamp: Int, make: @escaping @Sendable () -> ByteBuffer) async -> Listing {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Listing, Never>) in
+            let now = ContinuousClock.now
+            let (ready, start) = state.withLockedValue { state -> (Listing?, Bool) in
+                let entry = state.entries[preview].flatMap { $0.stamp == stamp ? $0 : nil }
+                if let entry, entry.expires > now { return (entry.listing, false) }
+                let index = state.making.firstIndex { $0.preview == preview && $0.stamp == stamp }
+                if let entry {
+                    // Served as it is while the next one is made.
+                    guard index == nil else { return (entry.listing, false) }
+                    state.making.append(Making(preview: preview, stamp: stamp, waiters: []))
+                    return (entry.listing, true)
+                }
+                if let index {
+                    state.making[index].waiters.append(waiter)
+                    return (nil, false)
+                }
+                state.making.append(Making(preview: preview, stamp: stamp, waiters: [waiter]))
+                return (nil, true)
+            }
+            if start { self.start(preview: preview, stamp: stamp, make: make) }
+            if let ready { waiter.resume(returning: ready) }
         }
-        let body = make()
-        let listing = Listing(body: body, etag: RegistryResponder.etag(of: body))
-        // The second counts from when the body is ready: a list that takes longer than that to build
-        // (10,000 apps on a slow disk) would otherwise be built anew for every request.
-        entries.withLockedValue { $0[preview] = Entry(stamp: stamp, expires: .now + .seconds(1), listing: listing) }
-        return listing
+    }
+
+    private func start(preview: Bool, stamp: Int, make: @escaping @Sendable () -> ByteBuffer) {
+        let work: @Sendable () -> Void = {
+            let body = make()
+            self.finish(preview: preview, stamp: stamp, Listing(body: body, etag: RegistryResponder.etag(of: body)))
+        }
+        if !WorkerThreads.detach(name: "miniapp.listing", work) { work() }
+    }
+
+    private func finish(preview: Bool, stamp: Int, _ listing: Listing) {
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Listing, Never>] in
+            // The second counts from when the body is ready: a list that takes longer than that to
+            // make would otherwise be made anew for every request. An older generation's list, made
+            // late, never replaces a newer one.
+            if (state.entries[preview]?.stamp ?? .min) <= stamp {
+                state.entries[preview] = Entry(stamp: stamp, expires: .now + lifetime, listing: listing)
+            }
+            guard let index = state.making.firstIndex(where: { $0.preview == preview && $0.stamp == stamp }) else { return [] }
+            return state.making.remove(at: index).waiters
+        }
+        for waiter in waiters { waiter.resume(returning: listing) }
     }
 }
 

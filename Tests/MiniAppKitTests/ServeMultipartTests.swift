@@ -28,24 +28,99 @@ import Testing
 }
 
 /// `serve`'s cache of encoded app lists.
-@Suite struct ListingCacheTests {
-    @Test func aListSlowerToBuildThanTheCacheLastsIsStillReused() {
-        let cache = ListingCache()
+@Suite(.timeLimit(.minutes(10))) struct ListingCacheTests {
+    /// A `make` that counts its calls and returns `body`, once `gate` (when given) is opened.
+    final class Maker: Sendable {
         let builds = NIOLockedValueBox(0)
-        let make = { () -> ByteBuffer in
-            builds.withLockedValue { $0 += 1 }
-            // Longer than the second a body is kept: the second must count from when the body is ready.
-            Thread.sleep(forTimeInterval: 1.2)
-            return ByteBuffer(string: "[]")
+        let gate = DispatchSemaphore(value: 0)
+
+        func make(_ body: String, waiting: Bool = false) -> @Sendable () -> ByteBuffer {
+            { [self] in
+                builds.withLockedValue { $0 += 1 }
+                if waiting { gate.wait() }
+                return ByteBuffer(string: body)
+            }
         }
-        let first = cache.listing(preview: false, stamp: 1, make: make)
-        let second = cache.listing(preview: false, stamp: 1, make: make)
-        #expect(builds.withLockedValue { $0 } == 1)
+
+        var count: Int { builds.withLockedValue { $0 } }
+    }
+
+    static func text(_ listing: ListingCache.Listing) -> String {
+        String(buffer: listing.body)
+    }
+
+    @Test func aListIsReusedUntilItsGenerationMoves() async {
+        let cache = ListingCache(lifetime: .seconds(3600))
+        let maker = Maker()
+        let make = maker.make("[]")
+        let first = await cache.listing(preview: false, stamp: 1, make: make)
+        let second = await cache.listing(preview: false, stamp: 1, make: make)
+        #expect(maker.count == 1)
         // The ETag is the body's, made with it: the first half of its SHA-256, quoted.
         #expect(first.etag == second.etag && first.etag == "\"" + SHA256Digest.hash(Array("[]".utf8)).hexString.prefix(32) + "\"")
-        // A moved generation is never served from the cache.
-        let moved = cache.listing(preview: false, stamp: 2, make: { builds.withLockedValue { $0 += 1 }; return ByteBuffer(string: "[1]") })
-        #expect(builds.withLockedValue { $0 } == 2)
+        // A moved generation is never served from the cache: it is waited for.
+        let moved = await cache.listing(preview: false, stamp: 2, make: maker.make("[1]"))
+        #expect(maker.count == 2 && Self.text(moved) == "[1]")
         #expect(moved.etag == RegistryResponder.etag(of: ByteBuffer(string: "[1]")) && moved.etag != first.etag)
+        // A request that read the generation before it moved gets its own list, which never replaces the newer one.
+        let late = await cache.listing(preview: false, stamp: 1, make: maker.make("[0]"))
+        #expect(Self.text(late) == "[0]")
+        let again = await cache.listing(preview: false, stamp: 2, make: maker.make("[x]"))
+        #expect(Self.text(again) == "[1]" && maker.count == 3)
+    }
+
+    /// Requests for a list nobody has made yet all wait for one making of it.
+    @Test func requestsAtOnceShareOneMaking() async {
+        let cache = ListingCache()
+        let maker = Maker()
+        let make = maker.make("[\"shared\"]", waiting: true)
+        await withTaskGroup(of: String.self) { group in
+            for _ in 0..<8 {
+                group.addTask { Self.text(await cache.listing(preview: false, stamp: 7, make: make)) }
+            }
+            // Every request is waiting once the one making has begun; then it may end.
+            while maker.count == 0 { try? await Task.sleep(for: .milliseconds(1)) }
+            maker.gate.signal()
+            for await text in group { #expect(text == "[\"shared\"]") }
+        }
+        #expect(maker.count == 1)
+    }
+
+    /// Once a list's lifetime is over, the same generation's list is served at once while the next
+    /// one is made (here it is held until the test lets it end): a request never waits for it.
+    @Test func anExpiredListIsServedWhileTheNextIsMade() async {
+        let cache = ListingCache(lifetime: .zero)
+        let maker = Maker()
+        #expect(Self.text(await cache.listing(preview: true, stamp: 3, make: maker.make("[1]"))) == "[1]")
+        // Expired: served as it is, and the next one (held) is started once, however often it is asked.
+        let held = maker.make("[2]", waiting: true)
+        #expect(Self.text(await cache.listing(preview: true, stamp: 3, make: held)) == "[1]")
+        while maker.count < 2 { try? await Task.sleep(for: .milliseconds(1)) }
+        for _ in 0..<5 {
+            #expect(Self.text(await cache.listing(preview: true, stamp: 3, make: held)) == "[1]")
+        }
+        #expect(maker.count == 2)
+        maker.gate.signal()
+        // Served once it is made.
+        var served = "[1]"
+        for _ in 0..<10_000 where served == "[1]" {
+            served = Self.text(await cache.listing(preview: true, stamp: 3, make: maker.make("[3]")))
+            if served == "[1]" { try? await Task.sleep(for: .milliseconds(1)) }
+        }
+        #expect(served == "[2]")
+    }
+
+    /// A list is made on a thread of its own, never on the task that asks for it (on Swift's
+    /// cooperative pool, two list requests could stall every other request).
+    @Test func aListIsMadeOnAThreadOfItsOwn() async {
+        let cache = ListingCache()
+        let name = NIOLockedValueBox("")
+        let listing = await cache.listing(preview: false, stamp: 1) {
+            let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+            name.withLockedValue { $0 = comm.trimmingCharacters(in: .newlines) }
+            return ByteBuffer(string: "[]")
+        }
+        #expect(Self.text(listing) == "[]")
+        #expect(name.withLockedValue { $0 } == "miniapp.listing")
     }
 }

@@ -23,8 +23,8 @@ public struct Registry: Sendable {
     /// A counter in `.generation` that every publish increments (under the registry lock): readers may
     /// cache what they derived from the registry until it changes.
     public var generation: Int {
-        guard let data = FileManager.default.contents(atPath: root + "/.generation") else { return 0 }
-        return Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        guard let bytes = FileReading.contents(root + "/.generation") else { return 0 }
+        return Int(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
     /// Moves the generation on, after a change; the caller holds the registry lock.
