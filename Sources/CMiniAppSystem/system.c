@@ -2,6 +2,7 @@
 #include <locale.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <unistd.h>
 #include "CMiniAppSystem.h"
@@ -10,6 +11,10 @@ extern char **environ;
 
 int CMiniAppSystem_syncfs(int descriptor) {
     return syncfs(descriptor);
+}
+
+void CMiniAppSystem_lowerThisThreadsPriority(void) {
+    setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
 }
 
 char *const *CMiniAppSystem_environment(void) {

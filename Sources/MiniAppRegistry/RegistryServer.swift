@@ -602,8 +602,8 @@ struct RegistryResponder: HTTPResponder {
 ///
 /// A list is made on a thread of its own, once however many requests want it, and never on the task
 /// that asks: making the list of a 10,000-app registry reads 20,000 files and takes about a second.
-/// Once its second is over, a list of the same generation is still served while the next is made; a
-/// moved generation (a version published) is always waited for.
+/// Once its lifetime is over, a list of the same generation is still served while the next is made
+/// (in the background); a moved generation (a version published) is always waited for.
 final class ListingCache: Sendable {
     /// An encoded list and its ETag, computed once: hashing a 10,000-app list (2 MB) for every
     /// request took `serve` several milliseconds a request (issue 25).
@@ -631,7 +631,7 @@ final class ListingCache: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
-    /// How long a list is served before it is made again.
+    /// How long a list is served at least before it is made again (longer for a list slow to make).
     let lifetime: Duration
 
     init(lifetime: Duration = .seconds(1)) {
@@ -659,26 +659,36 @@ final class ListingCache: Sendable {
                 state.making.append(Making(preview: preview, stamp: stamp, waiters: [waiter]))
                 return (nil, true)
             }
-            if start { self.start(preview: preview, stamp: stamp, make: make) }
+            if start { self.start(preview: preview, stamp: stamp, inBackground: ready != nil, make: make) }
             if let ready { waiter.resume(returning: ready) }
         }
     }
 
-    private func start(preview: Bool, stamp: Int, make: @escaping @Sendable () -> ByteBuffer) {
+    /// Makes the list on a thread of its own; one made `inBackground` (nobody waits for it) runs at
+    /// the lowest priority, so that it never takes a core from the requests being answered.
+    private func start(preview: Bool, stamp: Int, inBackground: Bool, make: @escaping @Sendable () -> ByteBuffer) {
         let work: @Sendable () -> Void = {
+            let began = ContinuousClock.now
             let body = make()
-            self.finish(preview: preview, stamp: stamp, Listing(body: body, etag: RegistryResponder.etag(of: body)))
+            let listing = Listing(body: body, etag: RegistryResponder.etag(of: body))
+            self.finish(preview: preview, stamp: stamp, listing, took: ContinuousClock.now - began)
         }
-        if !WorkerThreads.detach(name: "miniapp.listing", work) { work() }
+        if !WorkerThreads.detach(name: "miniapp.listing", lowestPriority: inBackground, work) { work() }
     }
 
-    private func finish(preview: Bool, stamp: Int, _ listing: Listing) {
+    /// How long a list that took `took` to make is served before it is made again.
+    static func lifetime(minimum: Duration, took: Duration) -> Duration {
+        max(minimum, took * 10)
+    }
+
+    private func finish(preview: Bool, stamp: Int, _ listing: Listing, took: Duration) {
         let waiters = state.withLockedValue { state -> [CheckedContinuation<Listing, Never>] in
-            // The second counts from when the body is ready: a list that takes longer than that to
-            // make would otherwise be made anew for every request. An older generation's list, made
-            // late, never replaces a newer one.
+            // The lifetime counts from when the body is ready, and lasts at least ten times as long as
+            // the list took to make: a 10,000-app list (about a second of reading) is made again every
+            // ten seconds at most, not every second. An older generation's list, made late, never
+            // replaces a newer one.
             if (state.entries[preview]?.stamp ?? .min) <= stamp {
-                state.entries[preview] = Entry(stamp: stamp, expires: .now + lifetime, listing: listing)
+                state.entries[preview] = Entry(stamp: stamp, expires: .now + Self.lifetime(minimum: lifetime, took: took), listing: listing)
             }
             guard let index = state.making.firstIndex(where: { $0.preview == preview && $0.stamp == stamp }) else { return [] }
             return state.making.remove(at: index).waiters

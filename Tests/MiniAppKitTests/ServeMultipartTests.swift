@@ -34,12 +34,24 @@ import Testing
         let builds = NIOLockedValueBox(0)
         let gate = DispatchSemaphore(value: 0)
 
+        /// The nice value of the thread of each making, in order.
+        let niceness = NIOLockedValueBox<[Int]>([])
+
         func make(_ body: String, waiting: Bool = false) -> @Sendable () -> ByteBuffer {
             { [self] in
                 builds.withLockedValue { $0 += 1 }
+                niceness.withLockedValue { $0.append(Self.threadNiceness()) }
                 if waiting { gate.wait() }
                 return ByteBuffer(string: body)
             }
+        }
+
+        /// The calling thread's nice value (field 19 of its `stat`).
+        static func threadNiceness() -> Int {
+            let stat = (try? String(contentsOfFile: "/proc/thread-self/stat", encoding: .utf8)) ?? ""
+            guard let end = stat.lastIndex(of: ")") else { return .min }
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            return fields.count > 16 ? Int(fields[16]) ?? .min : .min
         }
 
         var count: Int { builds.withLockedValue { $0 } }
@@ -94,8 +106,11 @@ import Testing
         #expect(Self.text(await cache.listing(preview: true, stamp: 3, make: maker.make("[1]"))) == "[1]")
         // Expired: served as it is, and the next one (held) is started once, however often it is asked.
         let held = maker.make("[2]", waiting: true)
-        #expect(Self.text(await cache.listing(preview: true, stamp: 3, make: held)) == "[1]")
-        while maker.count < 2 { try? await Task.sleep(for: .milliseconds(1)) }
+        // (A list is kept for ten times as long as it took to make, here a moment.)
+        while maker.count < 2 {
+            #expect(Self.text(await cache.listing(preview: true, stamp: 3, make: held)) == "[1]")
+            try? await Task.sleep(for: .milliseconds(1))
+        }
         for _ in 0..<5 {
             #expect(Self.text(await cache.listing(preview: true, stamp: 3, make: held)) == "[1]")
         }
@@ -108,6 +123,15 @@ import Testing
             if served == "[1]" { try? await Task.sleep(for: .milliseconds(1)) }
         }
         #expect(served == "[2]")
+        // The first making was waited for; the ones in the background run at the lowest priority.
+        #expect(maker.niceness.withLockedValue { $0 }.first == 0)
+        #expect(maker.niceness.withLockedValue { $0 }.dropFirst().allSatisfy { $0 == 19 })
+    }
+
+    /// A list slow to make is kept for ten times as long as it took, a quick one for the lifetime.
+    @Test func aSlowListIsKeptLonger() {
+        #expect(ListingCache.lifetime(minimum: .seconds(1), took: .milliseconds(20)) == .seconds(1))
+        #expect(ListingCache.lifetime(minimum: .seconds(1), took: .milliseconds(900)) == .seconds(9))
     }
 
     /// A list is made on a thread of its own, never on the task that asks for it (on Swift's

@@ -6,6 +6,9 @@
 /* Linux calls that glibc declares only under _GNU_SOURCE, and globals that Swift 6 cannot read safely. */
 int CMiniAppSystem_syncfs(int descriptor);
 
+/* Gives the calling thread the lowest scheduling priority (nice 19), for background work. */
+void CMiniAppSystem_lowerThisThreadsPriority(void);
+
 /* The process environment (`environ`), a null-terminated array of "NAME=value" strings. */
 char *const *CMiniAppSystem_environment(void);
 

@@ -23,10 +23,14 @@ package enum WorkerThreads {
         for thread in threads { pthread_join(thread, nil) }
     }
 
-    /// Runs `body` on a detached thread of its own, named `name`; `false` when no thread could be had.
+    /// Runs `body` on a detached thread of its own, named `name` (at the lowest scheduling priority
+    /// when `lowestPriority`); `false` when no thread could be had.
     @discardableResult
-    package static func detach(name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
-        start(Part(number: 0, name: name, body: { _ in body() }), detached: true) != nil
+    package static func detach(name: String, lowestPriority: Bool = false, _ body: @escaping @Sendable () -> Void) -> Bool {
+        start(Part(number: 0, name: name, body: { _ in
+            if lowestPriority { CMiniAppSystem_lowerThisThreadsPriority() }
+            body()
+        }), detached: true) != nil
     }
 
     private static func start(_ part: Part, detached: Bool) -> pthread_t? {
