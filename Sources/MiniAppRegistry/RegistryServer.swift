@@ -191,8 +191,9 @@ struct RegistryResponder: HTTPResponder {
                 return Self.json(.unauthorized, ["error": "invalid_client", "error_description": "missing or invalid apiKey"])
             }
         }
-        if request.uri.queryParameters["miniAppId"] == nil, let preview = Self.listKind(segments, projectId: server.projectId) {
-            return try await listing(preview: preview)
+        if let preview = Self.listKind(segments, projectId: server.projectId) {
+            guard let appId = request.uri.queryParameters["miniAppId"].map(String.init) else { return try await listing(preview: preview) }
+            return try await NIOThreadPool.singleton.runIfActive { self.latest(of: appId, preview: preview) }
         }
         return try await NIOThreadPool.singleton.runIfActive { self.answer(segments, request: request) }
     }
@@ -223,8 +224,8 @@ struct RegistryResponder: HTTPResponder {
         return Self.json(.ok, body: listing.body, etag: listing.etag)
     }
 
-    /// The answer to a JSON request other than the list of every app: blocking reads, for a thread
-    /// pool's thread.
+    /// The answer to a JSON request other than the app lists (``listKind(_:projectId:)``): blocking
+    /// reads, for a thread pool's thread.
     private func answer(_ segments: [String], request: Request) -> Response {
         if segments.count == 2, segments[0] == "keys" {
             guard let key = registry.key(segments[1]) else { return Self.error(.notFound, "no key \(segments[1])") }
@@ -236,10 +237,6 @@ struct RegistryResponder: HTTPResponder {
         }
         let rest = Array(segments.dropFirst(2))
         switch rest.count {
-        case 1 where rest[0] == "miniapps":
-            return latest(preview: false, request: request)
-        case 2 where rest[0] == "miniapps" && rest[1] == "preview":
-            return latest(preview: true, request: request)
         case 2 where rest[0] == "preview-codes":
             return previewCode(rest[1])
         case 5 where rest[0] == "miniapp" && rest[2] == "version":
@@ -251,9 +248,8 @@ struct RegistryResponder: HTTPResponder {
         }
     }
 
-    /// The latest version of the app named by `miniAppId` (the list of every app is ``listing(preview:)``'s).
-    private func latest(preview: Bool, request: Request) -> Response {
-        guard let appId = request.uri.queryParameters["miniAppId"].map(String.init) else { return Self.error(.notFound, "no such endpoint") }
+    /// The app list asked with `?miniAppId=`: the record of that app's latest version, or none.
+    private func latest(of appId: String, preview: Bool) -> Response {
         guard let app = registry.app(appId), let latest = registry.versions(of: appId, preview: preview).first else {
             return Self.json(.ok, [AppRecord]())
         }
@@ -598,7 +594,7 @@ struct RegistryResponder: HTTPResponder {
 }
 
 /// The encoded app lists with their ETags, reused while the registry's generation has not moved, and
-/// for a second (so that a hand edit, which does not move it, shows soon too).
+/// for a second or more (so that a hand edit, which does not move it, shows soon too).
 ///
 /// A list is made on a thread of its own, once however many requests want it, and never on the task
 /// that asks: making the list of a 10,000-app registry reads 20,000 files and takes about a second.

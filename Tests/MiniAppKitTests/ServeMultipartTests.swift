@@ -148,3 +148,21 @@ import Testing
         #expect(name.withLockedValue { $0 } == "miniapp.listing")
     }
 }
+
+/// The registry's generation, which `serve` reads on every list request on the task that answers.
+@Suite(.timeLimit(.minutes(10))) struct RegistryGenerationTests {
+    /// A FIFO planted as `.generation` reads as no generation at once: opening it for reading, as
+    /// Foundation's `contents(atPath:)` did, waited for a writer for ever.
+    @Test func aPipeInPlaceOfTheGenerationFileDoesNotHoldItUp() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("generation-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let registry = Registry(root: root)
+        #expect(registry.generation == 0)
+        try "7\n".write(toFile: root + "/.generation", atomically: true, encoding: .utf8)
+        #expect(registry.generation == 7)
+        try FileManager.default.removeItem(atPath: root + "/.generation")
+        #expect(mkfifo(root + "/.generation", 0o644) == 0)
+        #expect(registry.generation == 0)
+    }
+}
