@@ -1,5 +1,6 @@
 import ArgumentParser
 import MiniAppKit
+import NIOPosix
 
 struct DownloadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -52,6 +53,21 @@ struct DownloadCommand: AsyncParsableCommand {
             try await installer.download(appId: appId, versionId: versionId, force: force, progress: options.progressBar(for: appId))
         }
         try options.render(outcome, verb: "downloaded")
+    }
+
+    /// A download of a given version whose intact copy is cached, answered on the calling thread with no
+    /// thread pool (``BundleInstaller/reuseIntactCopyNow(appId:versionId:)``); `nil` when
+    /// ``download(_:force:options:)`` must run, which also reports a setting that fails.
+    static func cachedOutcomeNow(_ target: AppTarget, options: CommandSettings) -> InstallOutcome? {
+        guard let appId = target.appId, let versionId = target.versionId, target.previewCode == nil,
+              let configuration = try? options.configuration(reading: .installing), !configuration.offline, configuration.platform != nil
+        else { return nil }
+        // Never started: nothing runs on it here, and what is made with it is dropped unused on a miss.
+        let idle = NIOThreadPool(numberOfThreads: 1)
+        guard let platform = try? Platforms.open(configuration, threadPool: idle, connections: .perRequest(threadPool: idle), logger: options.logger),
+              let installer = try? BundleInstaller(configuration: configuration, platform: platform, threadPool: idle, logger: options.logger)
+        else { return nil }
+        return installer.reuseIntactCopyNow(appId: appId, versionId: versionId)
     }
 
     /// Several apps: every record (`--json`: an array) or folder, then one error naming each failure.

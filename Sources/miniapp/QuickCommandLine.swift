@@ -24,6 +24,16 @@ enum QuickCommandLine {
             case .list(let settings): try await ListCommand.list(options: settings)
             }
         }
+
+        /// Answers the command on the calling thread before any other thread starts, when it can: a
+        /// download of a given version that the cache holds intact. `false` when ``run()`` must answer it.
+        func runFromCacheNow() throws -> Bool {
+            guard case .download(let target, force: false, let settings) = self,
+                  let outcome = DownloadCommand.cachedOutcomeNow(target, options: settings)
+            else { return false }
+            try settings.render(outcome, verb: "downloaded")
+            return true
+        }
     }
 
     /// The command `arguments` (without the program's name) ask for, or `nil` for ArgumentParser.

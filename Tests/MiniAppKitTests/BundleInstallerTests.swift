@@ -162,6 +162,48 @@ func withInstaller<Result: Sendable>(
         }
     }
 
+    /// The synchronous reuse the command line answers a hit with gives what `download` gives, and
+    /// nothing whenever `download` would do more than reuse the copy.
+    @Test func reuseNowIsDownloadsHitAndNothingElse() async throws {
+        let platform = try SignedPlatform()
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            var configuration = makeConfiguration(server, cache: cache)
+            // Each installer is shut down before the next: an install leaves deletions running until then.
+            let installed = try await withInstaller(configuration) { installer in
+                #expect(installer.reuseIntactCopyNow(appId: "app-hello", versionId: "ver-1") == nil, "not cached yet")
+                return try await installer.download(appId: "app-hello", versionId: "ver-1")
+            }
+            try await withInstaller(configuration) { installer in
+                let now = try #require(installer.reuseIntactCopyNow(appId: "app-hello", versionId: "ver-1"))
+                let later = try await installer.download(appId: "app-hello", versionId: "ver-1")
+                #expect(now.record.source == .cache && later.record.source == .cache)
+                #expect(now.record.path == installed.record.path && now.record.sha256 == later.record.sha256 && now.notes == later.notes)
+                #expect(now.record.lastUsedAt >= installed.record.lastUsedAt)
+                #expect(installer.reuseIntactCopyNow(appId: "app-hello", versionId: "../ver-1") == nil)
+
+                try writeTestFile(installed.record.path + "/index.html", Array("tampered".utf8))
+                #expect(installer.reuseIntactCopyNow(appId: "app-hello", versionId: "ver-1") == nil, "a damaged copy is download's to repair")
+                #expect(try await installer.download(appId: "app-hello", versionId: "ver-1").record.repairedAt != nil)
+            }
+            try await withInstaller(configuration) { installer in
+                let leftover = cache + "/tmp/\(configuration.cacheNamespace.key)@app-hello@ver-9"
+                try FileManager.default.createDirectory(atPath: leftover, withIntermediateDirectories: true)
+                #expect(installer.reuseIntactCopyNow(appId: "app-hello", versionId: "ver-1") == nil, "leftovers are download's to sweep")
+                try FileManager.default.removeItem(atPath: leftover)
+                #expect(installer.reuseIntactCopyNow(appId: "app-hello", versionId: "ver-1") != nil)
+            }
+            configuration.retention = RetentionPolicy(previousVersions: 1, automatic: true)
+            try await withInstaller(configuration) { installer in
+                #expect(installer.reuseIntactCopyNow(appId: "app-hello", versionId: "ver-1") == nil, "automatic retention prunes after a use")
+            }
+            configuration.retention.automatic = false
+            configuration.offline = true
+            try await withInstaller(configuration) { installer in
+                #expect(installer.reuseIntactCopyNow(appId: "app-hello", versionId: "ver-1") == nil, "offline, any namespace's copy will do")
+            }
+        }
+    }
+
     @Test func concurrentRequestsInOneProcessShareOneDownload() async throws {
         let platform = try SignedPlatform()
         try await withTestServer({ request in

@@ -79,6 +79,51 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
         }
     }
 
+    /// A hit of a given version is answered before any thread starts (QuickCommandLine's
+    /// `runFromCacheNow`); everything a hit does besides reusing the copy takes the usual path: a damaged
+    /// copy is repaired, leftovers of killed processes are swept, `--force` downloads again.
+    @Test func aGivenVersionsHitIsAnsweredFromTheCacheAndEverythingElseTakesTheUsualPath() async throws {
+        let app = try ServedApp()
+        try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
+            let first = try await runCached(server, cache: cache, ["download", "app-hello", "--version", "ver-1", "--json"])
+            #expect(first.status == 0, "stderr: \(first.stderr)")
+            let installed = try #require(try first.json() as? [String: Any])
+            let path = try #require(installed["path"] as? String)
+            let requests = server.requests.count
+
+            let hit = try await runCached(server, cache: cache, ["download", "app-hello", "--version", "ver-1", "--json"])
+            #expect(hit.status == 0, "stderr: \(hit.stderr)")
+            let reused = try #require(try hit.json() as? [String: Any])
+            #expect(reused["source"] as? String == "cache")
+            #expect(reused["path"] as? String == path)
+            #expect((reused["lastUsedAt"] as? String ?? "") > (installed["lastUsedAt"] as? String ?? "~"), "the last use is noted")
+            let text = try await runCached(server, cache: cache, ["download", "app-hello", "--version", "ver-1"])
+            #expect(text.stdout == path + "\n")
+            #expect(text.stderr.contains("cached app-hello ver-1 (1.0.0), signature verified"), "stderr: \(text.stderr)")
+            #expect(server.requests.count == requests, "a hit of a given version asks the platform nothing")
+
+            // A damaged copy: repaired from its kept zip, with no request either.
+            try writeTestFile(path + "/index.html", Array("tampered".utf8))
+            let repaired = try await runCached(server, cache: cache, ["download", "app-hello", "--version", "ver-1", "--json"])
+            #expect(repaired.status == 0, "stderr: \(repaired.stderr)")
+            #expect((try repaired.json() as? [String: Any])?["repairedAt"] != nil)
+            #expect(try String(contentsOfFile: path + "/index.html", encoding: .utf8) != "tampered")
+            #expect(server.requests.count == requests)
+
+            // What a killed process left in the cache's working folders: swept by the hit's usual path.
+            let namespaceKey = URL(fileURLWithPath: path).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
+            let leftover = cache + "/tmp/\(namespaceKey)@app-hello@ver-2"
+            try FileManager.default.createDirectory(atPath: leftover, withIntermediateDirectories: true)
+            let swept = try await runCached(server, cache: cache, ["download", "app-hello", "--version", "ver-1"])
+            #expect(swept.status == 0, "stderr: \(swept.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: leftover))
+
+            let forced = try await runCached(server, cache: cache, ["download", "app-hello", "--version", "ver-1", "--force"])
+            #expect(forced.status == 0, "stderr: \(forced.stderr)")
+            #expect(server.requests.filter { $0.path == app.zipPath }.count == 2, "--force downloads again")
+        }
+    }
+
     @Test func aTerminalGetsAProgressBarOnStderr() async throws {
         let app = try ServedApp(files: BundleFactory.helloFiles.merging(["big.bin": String(repeating: "z0123456789", count: 100_000)]) { $1 })
         try await withTestServer({ [app] in app.fixture.handle($0) }) { server in

@@ -276,11 +276,10 @@ public final class BundleInstaller: Sendable {
         let cache = self.cache
         let logger = self.logger
         guard platform != nil else { return try await ensureFromCache(appId: appId, versionId: versionId, force: force) }
-        if !force, let (reused, leftovers) = try await pool.run({ () -> (InstallOutcome, Bool)? in
-            guard let cached = cache.record(appId: appId, versionId: versionId) else { return nil }
-            if cache.check(cached).intact { return (Self.reuse(cached, in: cache), cache.hasLeftovers()) }
-            logger.warning("cached version is damaged; repairing it", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
-            return nil
+        if !force, case .intact(let reused, let leftovers) = try await pool.run({ [self] in
+            let copy = cachedCopy(appId: appId, versionId: versionId)
+            if case .damaged = copy { logger.warning("cached version is damaged; repairing it", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"]) }
+            return copy
         }) {
             // What killed processes left is cleaned by installs; a reuse cleans it too, off the caller's path.
             if leftovers {
@@ -302,6 +301,34 @@ public final class BundleInstaller: Sendable {
             }
         }
         return try await installFromPlatform(appId: appId, versionId: versionId, versionTag: versionTag, force: force, progress: progress)
+    }
+
+    /// A cached copy of a version, as ``ensure(appId:versionId:versionTag:force:progress:)`` finds it first.
+    private enum CachedCopy: Sendable {
+        case missing, damaged
+        /// Reused (its last use noted), with whether killed processes left anything to sweep.
+        case intact(InstallOutcome, leftovers: Bool)
+    }
+
+    /// The cached copy of a version, checked, and reused when intact. Blocks: on ``pool``, or on a thread
+    /// that may.
+    private func cachedCopy(appId: String, versionId: String) -> CachedCopy {
+        guard let cached = cache.record(appId: appId, versionId: versionId) else { return .missing }
+        guard cache.check(cached).intact else { return .damaged }
+        return .intact(Self.reuse(cached, in: cache), leftovers: cache.hasLeftovers())
+    }
+
+    /// What ``download(appId:versionId:force:progress:)`` of the given version returns when an intact copy
+    /// is cached and reusing it is all that call would do, found and checked on the calling thread, which
+    /// it blocks for a few milliseconds, with no thread pool: for a command line whose thread has nothing
+    /// else to do. `nil` (nothing done but noting the last use of an intact copy) whenever that call would
+    /// do more (offline, a copy missing or damaged, leftovers of killed processes to sweep, automatic
+    /// retention): the caller then makes it.
+    package func reuseIntactCopyNow(appId: String, versionId: String) -> InstallOutcome? {
+        guard platform != nil, !configuration.retention.automatic, Identifier.isValid(appId), Identifier.isValid(versionId),
+              case .intact(let outcome, leftovers: false) = cachedCopy(appId: appId, versionId: versionId)
+        else { return nil }
+        return outcome
     }
 
     /// The version from the cache alone, as offline: an intact copy from any platform's part of the cache,
