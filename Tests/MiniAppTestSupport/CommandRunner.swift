@@ -15,10 +15,14 @@ public struct CommandResult: Sendable {
     public var stderrLines: [String] { stderr.split(separator: "\n").map(String.init) }
 }
 
-/// Runs the `miniapp` executable that `swift build` put next to the test bundle.
+/// Runs the `miniapp` executable that `swift build` put next to the test bundle, or the one
+/// `MINIAPP_TEST_EXECUTABLE` names: the command-line tests against the shipped build are
+/// `MINIAPP_TEST_EXECUTABLE=$(scripts/build-release)/miniapp swift test --filter miniappTests` (every
+/// product built: some tests run `miniapp-host` and `miniapp-quickstart` from the same folder).
 public enum CommandRunner {
     /// The built executable.
     public static var executable: URL {
+        if let named = ProcessInfo.processInfo.environment["MINIAPP_TEST_EXECUTABLE"], !named.isEmpty { return URL(fileURLWithPath: named) }
         let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var directory = URL(fileURLWithPath: selfPath).deletingLastPathComponent()
         while directory.path != "/" {
