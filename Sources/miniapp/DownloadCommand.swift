@@ -60,12 +60,9 @@ struct DownloadCommand: AsyncParsableCommand {
     /// ``download(_:force:options:)`` must run, which also reports a setting that fails.
     static func cachedOutcomeNow(_ target: AppTarget, options: CommandSettings) -> InstallOutcome? {
         guard let appId = target.appId, let versionId = target.versionId, target.previewCode == nil,
-              let configuration = try? options.configuration(reading: .installing), !configuration.offline, configuration.platform != nil
-        else { return nil }
-        // Never started: nothing runs on it here, and what is made with it is dropped unused on a miss.
-        let idle = NIOThreadPool(numberOfThreads: 1)
-        guard let platform = try? Platforms.open(configuration, threadPool: idle, connections: .perRequest(threadPool: idle), logger: options.logger),
-              let installer = try? BundleInstaller(configuration: configuration, platform: platform, threadPool: idle, logger: options.logger)
+              let configuration = try? options.configuration(reading: .installing),
+              // A pool never started: nothing runs on it here, and the installer is dropped unused on a miss.
+              let installer = try? BundleInstaller(configuration: configuration, threadPool: NIOThreadPool(numberOfThreads: 1), logger: options.logger)
         else { return nil }
         return installer.reuseIntactCopyNow(appId: appId, versionId: versionId)
     }
