@@ -450,6 +450,90 @@ func withInstaller<Result: Sendable>(
         }
     }
 
+    /// Rewrites the stored record of `appId`/`versionId` in `cache` through `change`.
+    private func editStoredRecord(_ cacheView: BundleCache, appId: String, versionId: String, _ change: (inout [String: Any]) -> Void) throws {
+        let path = cacheView.versionDirectory(appId: appId, versionId: versionId) + "/record.json"
+        var stored = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        change(&stored)
+        try JSONSerialization.data(withJSONObject: stored).write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test func aFirstInstallWaitsForNoDiskAndALaterBootChecksEveryByteOnce() async throws {
+        let platform = try SignedPlatform()
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let configuration = makeConfiguration(server, cache: cache)
+            let installed = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }.record
+            let boot = try #require(Durability.currentBoot)
+            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            let version = cacheView.versionDirectory(appId: "app-hello", versionId: "ver-1")
+            #expect(cacheView.record(appId: "app-hello", versionId: "ver-1")?.unsyncedBoot == boot)
+            #expect(!String(decoding: try JSONEncoder().encode(installed), as: UTF8.self).contains("unsyncedBoot"), "it stays in record.json")
+
+            // A power cut can leave a file's size and change time right over bytes that never reached the
+            // disk: here, a list whose digest for js/app.js is not the file's, made the record's own.
+            let original = try Data(contentsOf: URL(fileURLWithPath: version + "/files.list"))
+            var list = try #require(BundleFileList(decoding: original))
+            let index = try #require(list.files.firstIndex { $0.path == "js/app.js" })
+            list.files[index].sha256 = String(repeating: "0", count: 64)
+            try list.encoded().write(to: URL(fileURLWithPath: version + "/files.list"))
+            try editStoredRecord(cacheView, appId: "app-hello", versionId: "ver-1") { $0["fileList"] = SHA256Digest.hash(list.encoded()).hexString }
+            let sameBoot = try #require(cacheView.record(appId: "app-hello", versionId: "ver-1"))
+            #expect(cacheView.check(sameBoot).intact, "the quick check cannot see it, which is why a later boot does not trust it")
+            let earlierBoot = "00000000-0000-4000-8000-000000000000"
+            try editStoredRecord(cacheView, appId: "app-hello", versionId: "ver-1") { $0["unsyncedBoot"] = earlierBoot }
+            let afterReboot = try #require(cacheView.record(appId: "app-hello", versionId: "ver-1"))
+            #expect(afterReboot.needsBootCheck)
+            #expect(cacheView.check(afterReboot).problems == ["changed: js/app.js"])
+            #expect(cacheView.record(appId: "app-hello", versionId: "ver-1")?.unsyncedBoot == earlierBoot, "a damaged version is not marked")
+
+            // Found whole, it is marked so and checked quickly from then on; a record that changed meanwhile is not marked.
+            try original.write(to: URL(fileURLWithPath: version + "/files.list"))
+            try editStoredRecord(cacheView, appId: "app-hello", versionId: "ver-1") { $0["fileList"] = SHA256Digest.hash(original).hexString }
+            var stale = try #require(cacheView.record(appId: "app-hello", versionId: "ver-1"))
+            stale.installedAt = stale.installedAt.addingTimeInterval(-1)
+            #expect(cacheView.check(stale).intact)
+            #expect(cacheView.record(appId: "app-hello", versionId: "ver-1")?.unsyncedBoot == earlierBoot)
+            let whole = try #require(cacheView.record(appId: "app-hello", versionId: "ver-1"))
+            #expect(cacheView.check(whole).intact)
+            let marked = try #require(cacheView.record(appId: "app-hello", versionId: "ver-1"))
+            #expect(marked.unsyncedBoot == nil && !marked.needsBootCheck)
+            #expect(marked.fileListDigest == whole.fileListDigest && marked.installedAt == whole.installedAt && marked.sha256 == whole.sha256)
+            // `cache verify` marks it too, under the lock it holds.
+            try editStoredRecord(cacheView, appId: "app-hello", versionId: "ver-1") { $0["unsyncedBoot"] = earlierBoot }
+            #expect(try await cacheView.verify(appId: "app-hello").map(\.report.intact) == [true])
+            #expect(cacheView.record(appId: "app-hello", versionId: "ver-1")?.unsyncedBoot == nil)
+
+            // A version replaced (--force) is replaced only by one on disk: its record names no boot.
+            let reinstalled = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", force: true) }.record
+            #expect(reinstalled.source == .network)
+            #expect(cacheView.record(appId: "app-hello", versionId: "ver-1")?.unsyncedBoot == nil)
+            #expect(CacheSnapshot(cache).leftovers.isEmpty)
+        }
+    }
+
+    @Test func aVersionALaterBootHasNotFoundWholeSharesNoFile() async throws {
+        let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles), ("ver-2", "2.0.0", BundleFactory.helloFiles)])
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let configuration = makeConfiguration(server, cache: cache)
+            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            let first = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-1") }.record
+            try editStoredRecord(cacheView, appId: "app-hello", versionId: "ver-1") { $0["unsyncedBoot"] = "00000000-0000-4000-8000-000000000000" }
+            func inode(_ path: String) -> ino_t {
+                var info = stat()
+                return lstat(path, &info) == 0 ? info.st_ino : 0
+            }
+            let second = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-2") }.record
+            #expect(inode(second.path + "/index.html") != inode(first.path + "/index.html"), "its files may be stale under their recorded change times")
+            #expect(cacheView.check(second, thorough: true).intact)
+
+            // Once found whole, it shares again.
+            #expect(try await cacheView.remove(appId: "app-hello", versionId: "ver-2").count == 1)
+            #expect(cacheView.check(try #require(cacheView.record(appId: "app-hello", versionId: "ver-1"))).intact)
+            let again = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-2") }.record
+            #expect(inode(again.path + "/index.html") == inode(first.path + "/index.html"))
+        }
+    }
+
     @Test func quickCheckOfABigBundleFindsEachKindOfDamage() async throws {
         // Enough entries for the quick check to take its status calls on two threads.
         var files = BundleFactory.helloFiles

@@ -91,6 +91,18 @@ public struct InstallRecord: Sendable, Equatable, Codable {
     package var signerKey: String?
     /// Where the version first came from (``source`` says where this command got it): what a repair keeps.
     package var installedSource: InstallSource?
+    /// The boot (``Durability/currentBoot``) in which the version was installed without waiting for the
+    /// disk, kept in `record.json` only; `nil` when its install synced, or once a later boot found every
+    /// file whole.
+    package var unsyncedBoot: String?
+
+    /// Whether the version's files may differ from what was installed with nothing showing in their sizes
+    /// and change times: installed without a sync in an earlier boot (a power cut may have left a file
+    /// short or stale) and not found whole since, or in a boot that cannot be told.
+    package var needsBootCheck: Bool {
+        guard let unsyncedBoot else { return false }
+        return unsyncedBoot != Durability.currentBoot
+    }
 
     /// A record with the given values.
     public init(
@@ -120,6 +132,7 @@ public struct InstallRecord: Sendable, Equatable, Codable {
         case fileListDigest = "fileList"
         case signatureValue = "signatureValue"
         case signerKey = "signerKey"
+        case unsyncedBoot = "unsyncedBoot"
     }
 
     /// The CLI writes the user's form of this document by hand too (`ConsoleJSON.record`): a field added
@@ -146,6 +159,7 @@ public struct InstallRecord: Sendable, Equatable, Codable {
             try container.encodeIfPresent(fileListDigest, forKey: .fileListDigest)
             try container.encodeIfPresent(signatureValue, forKey: .signatureValue)
             try container.encodeIfPresent(signerKey, forKey: .signerKey)
+            try container.encodeIfPresent(unsyncedBoot, forKey: .unsyncedBoot)
         } else {
             try container.encode(zipBytes, forKey: .zipBytes)
         }
@@ -169,6 +183,7 @@ public struct InstallRecord: Sendable, Equatable, Codable {
         zipBytes = try container.decodeIfPresent(Int64.self, forKey: .zipBytes) ?? 0
         signatureValue = try container.decodeIfPresent(String.self, forKey: .signatureValue)
         signerKey = try container.decodeIfPresent(String.self, forKey: .signerKey)
+        unsyncedBoot = try container.decodeIfPresent(String.self, forKey: .unsyncedBoot)
     }
 }
 
@@ -197,7 +212,8 @@ extension InstallRecord {
               case .number(let size)? = fields["sizeBytes"], let sizeBytes = Int64(exactly: size),
               let versionTag = optional("versionTag"), let signatureDetail = optional("signatureDetail"),
               let keyId = optional("keyId"), let projectId = optional("projectId"), let fileList = optional("fileList"),
-              let signatureValue = optional("signatureValue"), let signerKey = optional("signerKey"), let repaired = optional("repairedAt") else { return nil }
+              let signatureValue = optional("signatureValue"), let signerKey = optional("signerKey"), let repaired = optional("repairedAt"),
+              let unsyncedBoot = optional("unsyncedBoot") else { return nil }
         var transfer: Transfer?
         switch fields["transfer"] {
         case nil, .null?:
@@ -223,6 +239,7 @@ extension InstallRecord {
         fileListDigest = fileList
         self.signatureValue = signatureValue
         self.signerKey = signerKey
+        self.unsyncedBoot = unsyncedBoot
         self.transfer = transfer
         self.repairedAt = repairedAt
     }

@@ -43,6 +43,18 @@ package enum Durability {
         if durable { syncDirectory((path as NSString).deletingLastPathComponent) }
     }
 
+    /// The running kernel's boot (`/proc/sys/kernel/random/boot_id`), or `nil` when it cannot be read.
+    /// Every process reads what was written in this boot, whole, from the page cache until the machine
+    /// stops, whatever has reached the disk: only a later boot can find a file that was never synced short
+    /// or stale after a power cut.
+    package static let currentBoot: String? = {
+        // A UUID and a line end; read on a hit's path, so with no Foundation (its character sets cost more
+        // than the read).
+        guard let bytes = FileReading.contents("/proc/sys/kernel/random/boot_id"), bytes.count == 37, bytes[36] == UInt8(ascii: "\n"),
+              bytes[..<36].allSatisfy({ $0 == UInt8(ascii: "-") || (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
+        return String(decoding: bytes[..<36], as: UTF8.self)
+    }()
+
     /// Flushes every pending write of the file system holding `path`: one sync for a whole tree.
     package static func syncFileSystem(containing path: String) throws(CacheError) {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -118,7 +118,8 @@ extension BundleCache {
     /// it was hashed). The kept zip must be proven the one installed (its SHA-256) before this is used.
     func reusableFiles(of record: InstallRecord, keptZip zip: String, copied: [UInt64: UInt64], maxEntries: Int) -> [UInt64: ReusableFile] {
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
-        guard !copied.isEmpty,
+        // A version a later boot has not found whole yet may hold stale bytes under recorded change times.
+        guard !copied.isEmpty, !record.needsBootCheck,
               let bytes = FileReading.contents(directory + "/files.list", followingLinks: false),
               record.fileListDigest == nil || SHA256Digest.hash(bytes).hexString == record.fileListDigest,
               let list = BundleFileList(decoding: bytes),
@@ -166,7 +167,7 @@ extension BundleCache {
     /// Every intact-listed file of the cached versions of `appId` other than `versionId`, by digest.
     private func candidates(appId: String, excluding versionId: String) -> [String: [Candidate]] {
         var bySha: [String: [Candidate]] = [:]
-        for record in records(appId: appId) where record.versionId != versionId {
+        for record in records(appId: appId) where record.versionId != versionId && !record.needsBootCheck {
             let directory = versionDirectory(appId: record.id, versionId: record.versionId)
             guard let bytes = FileReading.contents(directory + "/files.list", followingLinks: false),
                   record.fileListDigest == nil || SHA256Digest.hash(bytes).hexString == record.fileListDigest,

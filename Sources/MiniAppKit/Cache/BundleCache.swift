@@ -197,6 +197,11 @@ public struct BundleCache: Sendable {
     /// Compares a cached version with its install-time file list. The quick check hashes only files
     /// whose size or change time moved; the thorough one hashes every file.
     public func check(_ record: InstallRecord, thorough: Bool = false) -> IntegrityReport {
+        check(record, thorough: thorough, holdingLock: false)
+    }
+
+    /// ``check(_:thorough:)``, by a caller that holds the version's lock when `holdingLock`.
+    func check(_ record: InstallRecord, thorough: Bool, holdingLock: Bool) -> IntegrityReport {
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
         guard let bytes = FileReading.contents(directory + "/files.list", followingLinks: false) else {
             return IntegrityReport(problems: ["the install-time file list is missing or unreadable"])
@@ -218,12 +223,36 @@ public struct BundleCache: Sendable {
             }
         }
         let inspector = BundleInspector(root: directory + "/bundle")
+        if record.needsBootCheck {
+            // Installed without a sync in an earlier boot: sizes and change times may be right over
+            // bytes that never reached the disk. Once found whole (read from the disk), it is marked so.
+            let report = inspector.thoroughCheck(BundleFileList(list).files)
+            if report.intact { markFoundWhole(record, holdingLock: holdingLock) }
+            return report
+        }
         if thorough { return inspector.thoroughCheck(BundleFileList(list).files) }
         let (report, attested) = inspector.quickCheck(list, attested: attestations(in: directory))
         // Files and folders whose change time moved but that hashed and read as installed (a link made
         // or removed by the cache does that) are attested, so that the next check is quick again.
         if !attested.isEmpty { attest(attested, in: directory) }
         return report
+    }
+
+    /// Clears the unsynced boot of `checked`'s record, whose files a later boot just found whole, so that
+    /// its next checks are quick again: under the version's lock (the caller's, or taken when it is free:
+    /// a holder may be replacing the version), and only while `record.json` is still the one checked. A
+    /// failure costs one more thorough check.
+    private func markFoundWhole(_ checked: InstallRecord, holdingLock: Bool) {
+        let lock = holdingLock ? nil : FileLock.tryAcquire(lockPath(appId: checked.id, versionId: checked.versionId))
+        guard holdingLock || lock != nil else { return }
+        defer { withExtendedLifetime(lock) {} }
+        let path = versionDirectory(appId: checked.id, versionId: checked.versionId) + "/record.json"
+        guard let bytes = FileReading.contents(path, followingLinks: false), var stored = InstallRecord(json: bytes),
+              stored.unsyncedBoot == checked.unsyncedBoot, stored.fileListDigest == checked.fileListDigest,
+              stored.installedAt == checked.installedAt else { return }
+        stored.unsyncedBoot = nil
+        guard let data = try? RecordCoding.storageEncoder().encode(stored) else { return }
+        try? Durability.writeAtomically(data, to: path, durable: true)
     }
 
     /// One version's thorough check.
@@ -246,9 +275,10 @@ public struct BundleCache: Sendable {
             } catch CacheError.io {
                 lock = nil
             }
+            let locked = lock != nil
             let checked = try await pool.run { () -> VersionCheck? in
                 guard let current = record(appId: candidate.id, versionId: candidate.versionId) else { return nil }
-                return VersionCheck(record: current, report: check(current, thorough: true))
+                return VersionCheck(record: current, report: check(current, thorough: true, holdingLock: locked))
             }
             withExtendedLifetime(lock) {}
             if let checked { checks.append(checked) }
@@ -290,21 +320,29 @@ public struct BundleCache: Sendable {
     }
 
     /// Moves a finished staging folder (holding `bundle/` and `files.list`) into the version's place and
-    /// writes its record last, after one file-system sync. The caller holds the version's lock; the stage
-    /// sits in the install's scratch folder.
+    /// writes its record last. The caller holds the version's lock; the stage sits in the install's
+    /// scratch folder.
+    ///
+    /// A version that replaces another (a `--force` reinstall, a repair, what a killed install left) is
+    /// made durable first, with one file-system sync, so that a power cut never trades a whole version for
+    /// a torn one. A first install waits for no disk: its record names the boot it was written in
+    /// (``InstallRecord/unsyncedBoot``), and a later boot checks every byte of it before any use (see
+    /// ``check(_:thorough:)``). A power cut loses it at worst, never passes it off as whole.
     func commit(stage: String, record: InstallRecord) throws(CacheError) -> InstallRecord {
         var record = record
         if let list = FileReading.contents(stage + "/files.list", followingLinks: false) { record.fileListDigest = SHA256Digest.hash(list).hexString }
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
-        try Durability.syncFileSystem(containing: stage)
+        var info = stat()
+        let replacing = lstat(directory, &info) == 0
+        record.unsyncedBoot = replacing ? nil : Durability.currentBoot
+        if record.unsyncedBoot == nil { try Durability.syncFileSystem(containing: stage) }
         let parent = (directory as NSString).deletingLastPathComponent
         let created = try makeVersionParents(parent)
         // A version installed again (--force) is moved aside, and back if the new one cannot be committed.
         // Aside means into this install's scratch folder (beside the stage), which the version lock
         // protects from other processes' sweeps and which is discarded with the scratch folder.
         var displaced: String?
-        var info = stat()
-        if lstat(directory, &info) == 0 {
+        if replacing {
             let aside = (stage as NSString).deletingLastPathComponent + "/displaced"
             guard rename(directory, aside) == 0 else { throw .system(directory) }
             displaced = aside
@@ -320,7 +358,9 @@ public struct BundleCache: Sendable {
         var committed = record
         committed.path = directory + "/bundle"
         do {
-            try Durability.writeAtomically(try RecordCoding.storageEncoder().encode(committed), to: directory + "/record.json", durable: true)
+            try Durability.writeAtomically(
+                try RecordCoding.storageEncoder().encode(committed), to: directory + "/record.json", durable: committed.unsyncedBoot == nil
+            )
         } catch let error as CacheError {
             throw undo(error)
         } catch {
@@ -350,7 +390,9 @@ public struct BundleCache: Sendable {
         }
         let description = namespaceDirectory + "/platform.json"
         if access(description, F_OK) != 0, let data = try? RecordCoding.encoder(pretty: true).encode(namespace) {
-            try? data.write(to: URL(fileURLWithPath: description), options: .atomic)
+            // Whole or absent (written aside, then renamed), with no fsync: Foundation's atomic write
+            // syncs, which put a wait for the disk into every first install into a namespace.
+            try? Durability.writeAtomically(data, to: description, durable: false)
         }
         return created
     }
@@ -384,6 +426,7 @@ public struct BundleCache: Sendable {
         try checkLayout()
         let targets = try await pool.run { records(appId: appId).filter { versionId == nil || $0.versionId == versionId } }
         guard !targets.isEmpty else { throw CacheError.notCached(appId: appId, versionId: versionId) }
+        try await syncBeforeRemoving()
         var removed: [InstallRecord] = []
         for target in targets {
             let lock = try await self.lock(appId: target.id, versionId: target.versionId)
@@ -431,6 +474,7 @@ public struct BundleCache: Sendable {
                 kept.removeAll { $0.id == candidate.id && $0.versionId == candidate.versionId }
             }
         }
+        if !doomed.isEmpty { try await syncBeforeRemoving() }
         var removed: [InstallRecord] = []
         for target in doomed.sorted(by: { $0.lastUsedAt < $1.lastUsedAt }) {
             let lock = try await self.lock(appId: target.id, versionId: target.versionId)
@@ -451,6 +495,16 @@ public struct BundleCache: Sendable {
     }
 
     // MARK: Housekeeping
+
+    /// Makes the versions installed in this boot without a sync durable before a version is removed, so
+    /// that a power cut never leaves an app with its old versions gone and its new one torn.
+    private func syncBeforeRemoving() async throws {
+        let boot = Durability.currentBoot
+        try await pool.runToCompletion {
+            guard boot != nil, records().contains(where: { $0.unsyncedBoot == boot }) else { return }
+            try Durability.syncFileSystem(containing: root)
+        }
+    }
 
     /// Moves `path` into the trash with one rename, so that it stops existing at once; the trash is
     /// emptied later. Falls back to deleting in place when the rename fails, or when the trash is not a
