@@ -76,7 +76,10 @@ public struct ArchiveExtractor: Sendable {
         if !exact.contains(0o755) { chmod(destination, 0o755) }
 
         let plan = try UTF8Locale.run { () throws(ArchiveError) in try ExtractionPlan.scan(archivePath, limits: limits) }
-        try plan.makeDirectories(in: destination, needsMode: !exact.contains(0o755))
+        // Folders are made by the threads that write files into them, as they go, in parallel (one
+        // thread making about 300 of them first took 5 ms of a cold download); the rest (empty ones,
+        // modes) after. Files linked from an earlier version need theirs first.
+        if !reusable.isEmpty { try plan.makeDirectories(in: destination, needsMode: !exact.contains(0o755)) }
         var linked: [BundleFile] = []
         var linkedBytes: Int64 = 0
         var remaining = plan.files
@@ -104,6 +107,7 @@ public struct ArchiveExtractor: Sendable {
         }
         job.run(threads: declared < parallelMinimumBytes ? 1 : min(maxThreads, remaining.count))
         if let failure = job.firstFailure { throw failure }
+        if reusable.isEmpty { try plan.makeDirectories(in: destination, needsMode: !exact.contains(0o755), existing: true) }
         return try plan.result(
             destination: destination, files: job.records.compactMap { $0 } + linked, linked: Set(linked.map(\.path)),
             unpackedBytes: job.unpacked.load(ordering: .relaxed)
@@ -125,7 +129,13 @@ public struct ArchiveExtractor: Sendable {
     /// Whether the cleaned path `path` is macOS metadata that extraction leaves out (Finder's
     /// `__MACOSX/...`, `._*` and `.DS_Store` files).
     package static func isFinderMetadata(_ path: String, isDirectory: Bool) -> Bool {
-        ExtractionPlan.isFinderMetadata(path.split(separator: "/").map(String.init), isDirectory: isDirectory)
+        // On the bytes, as the file system splits a path (and in no string made per component).
+        let bytes = path.utf8
+        let folder = "__MACOSX".utf8
+        if bytes.starts(with: folder), bytes.count == folder.count || bytes.dropFirst(folder.count).first == UInt8(ascii: "/") { return true }
+        guard !isDirectory else { return false }
+        let name = bytes.lastIndex(of: UInt8(ascii: "/")).map { bytes[bytes.index(after: $0)...] } ?? bytes[...]
+        return name.starts(with: "._".utf8) || name.elementsEqual(".DS_Store".utf8)
     }
 
     package static func message(_ archive: OpaquePointer) -> String {
@@ -265,14 +275,6 @@ private struct ExtractionPlan {
         return plan
     }
 
-    /// Whether a path is macOS metadata that Finder's Compress adds: `__MACOSX/...`, AppleDouble `._*`
-    /// files and `.DS_Store`. They are not installed and not counted.
-    package static func isFinderMetadata(_ components: [String], isDirectory: Bool) -> Bool {
-        guard let last = components.last else { return false }
-        if components.first == "__MACOSX" { return true }
-        return !isDirectory && (last.hasPrefix("._") || last == ".DS_Store")
-    }
-
     package mutating func add(_ zip: ZipDirectory.Entry, end: UInt64, ordinal: Int, limits: ExtractionLimits) throws(ArchiveError) {
         let name = zip.name
         let path = try ArchivePath.path(of: name)
@@ -285,11 +287,12 @@ private struct ExtractionPlan {
         default: throw .unsupportedEntry(entry: name, kind: ExtractionKinds.name(type))
         }
         if zip.isEncrypted { throw .encryptedEntry(entry: name) }
-        if name.hasSuffix("/") && !isDirectory { throw .unsafePath(entry: name, reason: "is a file whose name ends with /") }
+        if name.utf8.last == UInt8(ascii: "/") && !isDirectory { throw .unsafePath(entry: name, reason: "is a file whose name ends with /") }
         if !isDirectory, !ZipDirectory.supportedMethods.contains(zip.method) {
             throw .unsupportedCompression(entry: name, method: ZipDirectory.methodName(zip.method))
         }
-        if Self.isFinderMetadata(path.split(separator: "/").map(String.init), isDirectory: isDirectory) { return }
+        // Finder's Compress adds them; they are not installed and not counted.
+        if ArchiveExtractor.isFinderMetadata(path, isDirectory: isDirectory) { return }
         entryCount += 1
         guard entryCount <= limits.maxEntries else { throw .tooManyEntries(limit: limits.maxEntries) }
 
@@ -334,10 +337,12 @@ private struct ExtractionPlan {
 
     /// Creates every folder, parents first (each is listed after its parents), and sets its mode to
     /// 0755 when `needsMode` (the umask took bits from it).
-    package func makeDirectories(in destination: String, needsMode: Bool) throws(ArchiveError) {
+    /// With `existing`, folders the files' writers made already are fine (no entry is a file where the
+    /// plan has a folder, and nothing else writes into the destination).
+    package func makeDirectories(in destination: String, needsMode: Bool, existing: Bool = false) throws(ArchiveError) {
         for directory in directories {
             let target = destination + "/" + directory
-            guard mkdir(target, 0o755) == 0 else { throw ArchiveExtractor.ioError(target) }
+            guard mkdir(target, 0o755) == 0 || existing && errno == EEXIST else { throw ArchiveExtractor.ioError(target) }
             if needsMode { chmod(target, 0o755) }
         }
     }
@@ -464,10 +469,26 @@ private final class ExtractionJob: @unchecked Sendable {
         }
     }
 
+    /// Makes the folders above `path` (relative to the destination) that are missing: the plan checked
+    /// that each is a folder, and one another thread made meanwhile is fine.
+    private func makeParents(of path: String) throws(ArchiveError) {
+        let bytes = path.utf8
+        var next = bytes.startIndex
+        while let slash = bytes[next...].firstIndex(of: UInt8(ascii: "/")) {
+            let target = destination + "/" + String(path[..<slash])
+            guard mkdir(target, 0o755) == 0 || errno == EEXIST else { throw ArchiveExtractor.ioError(target) }
+            next = bytes.index(after: slash)
+        }
+    }
+
     /// Writes one file's data, hashing it and counting its bytes against the limits.
     private func write(_ file: ExtractionPlan.File, entry: OpaquePointer, from reader: any LibarchiveReader) throws(ArchiveError) -> BundleFile {
         let target = destination + "/" + file.path
-        let descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, fileMode)
+        var descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, fileMode)
+        if descriptor < 0 && errno == ENOENT {
+            try makeParents(of: file.path)
+            descriptor = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, fileMode)
+        }
         guard descriptor >= 0 else {
             if errno == EEXIST { throw .duplicateEntry(entry: file.name) }
             throw ArchiveExtractor.ioError(target)
@@ -545,8 +566,14 @@ package enum ArchivePath {
         if bytes.count > 1024 { throw .unsafePath(entry: name, reason: "is longer than 1024 bytes") }
         var cleaned: [UInt8] = []
         cleaned.reserveCapacity(bytes.count)
-        for component in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
-            if component.count == 1 && component.first == UInt8(ascii: ".") { continue }
+        // Component by component (empty ones skipped), without an array of them.
+        var start = 0
+        while start < bytes.count {
+            var end = start
+            while end < bytes.count && bytes[end] != UInt8(ascii: "/") { end += 1 }
+            defer { start = end + 1 }
+            let component = bytes[start..<end]
+            if component.isEmpty || component.count == 1 && component.first == UInt8(ascii: ".") { continue }
             if component.count == 2 && component.allSatisfy({ $0 == UInt8(ascii: ".") }) {
                 throw .unsafePath(entry: name, reason: "climbs out with ..")
             }

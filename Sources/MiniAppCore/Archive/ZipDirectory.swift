@@ -93,7 +93,11 @@ package struct ZipDirectory: Sendable {
             guard entry.localHeaderOffset >= previousEnd else {
                 throw .overlappingEntries(entry: entry.name, other: previousName)
             }
-            let header = try file.bytes(at: entry.localHeaderOffset, count: 30)
+            // The header and the name it should hold, in one read (up to the zip's end: what is missing
+            // beyond the header is read, and found missing, below).
+            let expected = UInt64(entry.rawName.count)
+            let available = file.size > entry.localHeaderOffset ? file.size - entry.localHeaderOffset : 0
+            let header = try file.bytes(at: entry.localHeaderOffset, count: max(30, min(30 + expected, available)))
             var fields = ByteReader(header, at: 0)
             guard fields.uint32() == 0x0403_4B50 else {
                 throw .corrupt(reason: "entry \(entry.name) has no local header where the central directory says")
@@ -103,7 +107,8 @@ package struct ZipDirectory: Sendable {
             fields.skip(18)
             let nameLength = UInt64(fields.uint16())
             let extraLength = UInt64(fields.uint16())
-            let localName = try file.bytes(at: entry.localHeaderOffset + 30, count: nameLength)
+            let localName = nameLength == expected && header.count == 30 + Int(expected)
+                ? Array(header[30...]) : try file.bytes(at: entry.localHeaderOffset + 30, count: nameLength)
             guard localName == entry.rawName else {
                 throw .inconsistentEntry(entry: entry.name, reason: "has a local header that names it '\(String(decoding: localName, as: UTF8.self))'")
             }
