@@ -48,9 +48,13 @@ package enum Durability {
     /// stops, whatever has reached the disk: only a later boot can find a file that was never synced short
     /// or stale after a power cut.
     package static let currentBoot: String? = {
-        // A UUID and a line end; read on a hit's path, so with no Foundation (its character sets cost more
-        // than the read).
-        guard let bytes = FileReading.contents("/proc/sys/kernel/random/boot_id"), bytes.count == 37, bytes[36] == UInt8(ascii: "\n"),
+        // A UUID and a line end, read on a hit's path: in one read, with no Foundation.
+        let descriptor = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 64)
+        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+        guard count == 37, bytes[36] == UInt8(ascii: "\n"),
               bytes[..<36].allSatisfy({ $0 == UInt8(ascii: "-") || (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
         return String(decoding: bytes[..<36], as: UTF8.self)
     }()

@@ -195,7 +195,8 @@ public struct BundleCache: Sendable {
     }
 
     /// Compares a cached version with its install-time file list. The quick check hashes only files
-    /// whose size or change time moved; the thorough one hashes every file.
+    /// whose size or change time moved; the thorough one hashes every file. A version installed without
+    /// waiting for the disk during an earlier boot gets the thorough one until it is found whole.
     public func check(_ record: InstallRecord, thorough: Bool = false) -> IntegrityReport {
         check(record, thorough: thorough, holdingLock: false)
     }
