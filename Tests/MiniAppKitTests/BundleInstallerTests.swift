@@ -314,6 +314,26 @@ func withInstaller<Result: Sendable>(
         }
     }
 
+    /// The key is parsed while the bundle downloads: what parsing finds still decides, and nothing is kept.
+    @Test(arguments: ["not base64 of a key", "its PEM form is another key"])
+    func aPlatformKeyThatDoesNotParseOrWhoseFormsDisagreeFailsTheSignatureCheck(served: String) async throws {
+        var platform = try SignedPlatform()
+        let disagreeing = served == "its PEM form is another key"
+        platform.fixture.keys["key-1"] = disagreeing
+            ? (ecKey: platform.key.publicKey.ecKey, pemKey: try SigningKey.generate().publicKey.pem) : (ecKey: "bm90IGEga2V5", pemKey: nil)
+        try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
+            let error = await #expect(throws: SignatureError.self) { try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") } }
+            switch error {
+            case .keyFormsDisagree(let keyId)? where disagreeing: #expect(keyId == "key-1")
+            case .invalidPublicKey(let keyId, _)? where !disagreeing: #expect(keyId == "key-1")
+            default: Issue.record("unexpected \(String(describing: error))")
+            }
+            #expect(!FileManager.default.fileExists(atPath: cache + "/bundles"), "nothing is installed")
+            let keptKeys = (FileManager.default.enumerator(atPath: cache + "/keys")?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".json") }
+            #expect(keptKeys.isEmpty, "no key is kept")
+        }
+    }
+
     @Test func pinnedKeysRefuseOthers() async throws {
         let platform = try SignedPlatform()
         try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in

@@ -321,8 +321,8 @@ public struct BundleCache: Sendable {
     }
 
     /// Moves a finished staging folder (holding `bundle/` and `files.list`) into the version's place and
-    /// writes its record last. The caller holds the version's lock; the stage sits in the install's
-    /// scratch folder.
+    /// writes its record last. The caller holds the version's lock and runs it on ``threadPool`` (it
+    /// blocks); the stage sits in the install's scratch folder.
     ///
     /// A version that replaces another (a `--force` reinstall, a repair, what a killed install left) is
     /// made durable first, with one file-system sync, so that a power cut never trades a whole version for
