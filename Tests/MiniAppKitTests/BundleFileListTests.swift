@@ -35,13 +35,15 @@ struct BundleFileListTests {
         #expect(BundleFileList(decoding: Data(text.utf8)) == nil)
     }
 
-    @Test func theIndexLocatesEachEntryAsAStringInPlace() throws {
-        let index = try #require(FileListIndex(Array(sample.encoded())))
+    @Test func theIndexLocatesEachEntryInTheBytesItLeavesAsRead() throws {
+        let bytes = Array(sample.encoded())
+        let index = try #require(FileListIndex(bytes))
         #expect(index.directories.map(index.path) == [".", "a dir"])
         #expect(index.files.map(index.file) == sample.files)
-        // Each path is followed by a NUL, so it can go to a system call as it is.
+        // The bytes stay as read (the record's digest is checked on them), each path ending its line.
+        #expect(index.bytes == bytes)
         for entry in index.directories + index.files {
-            #expect(index.bytes[entry.path.upperBound] == 0)
+            #expect(index.bytes[entry.path.upperBound] == UInt8(ascii: "\n"))
         }
         #expect(FileListIndex(Array("miniapp-files 1".utf8))?.files.isEmpty == true)
         // Empty lines are skipped; the last line needs no line end; a path keeps its spaces.

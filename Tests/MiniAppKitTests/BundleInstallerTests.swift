@@ -573,6 +573,13 @@ func withInstaller<Result: Sendable>(
                 + (0..<10).map { "missing: lib/d4/m\(4 + 40 * $0).js" }
             #expect(cacheView.check(record).problems == expected.sorted())
             #expect(cacheView.check(record, thorough: true).problems == expected.sorted())
+            // A list changed since install is refused whatever the status calls (run alongside its
+            // digest's check) found.
+            let listPath = String(record.path.dropLast("/bundle".count)) + "/files.list"
+            let list = try String(contentsOfFile: listPath, encoding: .utf8)
+            try list.replacingOccurrences(of: "lib/d3/m3.js", with: "lib/d3/m3.jz").write(toFile: listPath, atomically: false, encoding: .utf8)
+            #expect(cacheView.check(record).problems == ["the install-time file list was changed or cut short"])
+            #expect(cacheView.check(record, thorough: true).problems == ["the install-time file list was changed or cut short"])
         }
     }
 

@@ -110,8 +110,8 @@ package struct FileListIndex: Sendable {
         package var digest: Range<Int>
     }
 
-    /// The list's bytes with every line end, and one more byte at the end, made a NUL, so that each
-    /// path (the last field of its line) is a C string in place.
+    /// The list's bytes as read, unchanged: the digest the install record keeps is checked on these
+    /// while the status calls run.
     package let bytes: [UInt8]
     package private(set) var directories: [Entry] = []
     package private(set) var files: [Entry] = []
@@ -119,24 +119,12 @@ package struct FileListIndex: Sendable {
     /// The list in `bytes`, or `nil` when it is not a well-formed list. The bytes are taken, not
     /// copied, when the caller gives up its copy (a list of 1,000 files is about 140 KB).
     package init?(_ bytes: consuming [UInt8]) {
-        var terminated = bytes
-        let count = terminated.count
-        terminated.append(0)
-        // memchr rather than a loop over each byte: a hit reads a list of 1,000 files (140 KB) each time.
-        let lineEnds = terminated.withUnsafeMutableBufferPointer { buffer -> Bool in
-            guard let base = buffer.baseAddress, count > 0 else { return true }
-            // A NUL in the list is refused: the paths become C strings in place.
-            guard firstIndex(of: 0, in: UnsafePointer(base), 0..<count) == nil else { return false }
-            var position = 0
-            while let index = firstIndex(of: UInt8(ascii: "\n"), in: UnsafePointer(base), position..<count) {
-                base[index] = 0
-                position = index + 1
-            }
-            return true
-        }
-        guard lineEnds else { return nil }
-        self.bytes = terminated
-        guard let (directories, files) = terminated.withUnsafeBufferPointer({ Self.parse(UnsafeBufferPointer(rebasing: $0.dropLast())) }) else { return nil }
+        self.bytes = bytes
+        guard let (directories, files) = self.bytes.withUnsafeBufferPointer({ buffer -> (directories: [Entry], files: [Entry])? in
+            // A NUL in the list is refused: a path goes to the system as a C string.
+            if let base = buffer.baseAddress, firstIndex(of: 0, in: base, 0..<buffer.count) != nil { return nil }
+            return Self.parse(buffer)
+        }) else { return nil }
         self.directories = directories
         self.files = files
     }
@@ -147,6 +135,7 @@ package struct FileListIndex: Sendable {
         guard let first = cursor.nextLine(), bytes[first].elementsEqual(BundleFileList.header.utf8) else { return nil }
         var directories: [Entry] = []
         var files: [Entry] = []
+        directories.reserveCapacity(bytes.count / 300)
         files.reserveCapacity(bytes.count / 110)
         while let line = cursor.nextLine() {
             if line.isEmpty { continue }
@@ -192,7 +181,7 @@ func firstIndex(of byte: UInt8, in base: UnsafePointer<UInt8>, _ range: Range<In
     return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
 }
 
-/// Lines of a byte buffer whose line ends were made NULs, without their end.
+/// Lines of a byte buffer, without their line end.
 private struct LineCursor {
     package let bytes: UnsafeBufferPointer<UInt8>
     package var position = 0
@@ -200,7 +189,7 @@ private struct LineCursor {
     package mutating func nextLine() -> Range<Int>? {
         guard position < bytes.count, let base = bytes.baseAddress else { return nil }
         let start = position
-        position = firstIndex(of: 0, in: base, start..<bytes.count) ?? bytes.count
+        position = firstIndex(of: UInt8(ascii: "\n"), in: base, start..<bytes.count) ?? bytes.count
         defer { position += 1 }
         return start..<position
     }

@@ -204,20 +204,17 @@ public struct BundleCache: Sendable {
     /// ``check(_:thorough:)``, by a caller that holds the version's lock when `holdingLock`.
     func check(_ record: InstallRecord, thorough: Bool, holdingLock: Bool) -> IntegrityReport {
         let directory = versionDirectory(appId: record.id, versionId: record.versionId)
-        guard let bytes = FileReading.contents(directory + "/files.list", followingLinks: false) else {
+        guard let bytes = FileReading.contents(directory + "/files.list", followingLinks: false),
+              let list = FileListIndex(consume bytes)
+        else {
             return IntegrityReport(problems: ["the install-time file list is missing or unreadable"])
         }
         // The list must be the one written at install, whole: a list that leaves files out would let
-        // them change unseen.
-        let unchanged = record.fileListDigest.map { SHA256Digest.hash(bytes).hexString == $0 }
-        guard let list = FileListIndex(consume bytes) else {
-            return IntegrityReport(problems: ["the install-time file list is missing or unreadable"])
-        }
-        if let unchanged {
-            guard unchanged else {
-                return IntegrityReport(problems: ["the install-time file list was changed or cut short"])
-            }
-        } else {
+        // them change unseen. Its digest is checked first, or, for a quick check, on this thread while
+        // another starts the status calls.
+        let listIsWhole = { record.fileListDigest.map { SHA256Digest.hash(list.bytes).hexString == $0 } ?? true }
+        let listChanged = IntegrityReport(problems: ["the install-time file list was changed or cut short"])
+        if record.fileListDigest == nil {
             let listed = list.files.reduce(Int64(0)) { $0.addingReportingOverflow($1.size).partialValue }
             guard listed == record.sizeBytes, list.files.contains(where: { list.bytes[$0.path].elementsEqual("index.html".utf8) }) else {
                 return IntegrityReport(problems: ["the install-time file list does not cover every file"])
@@ -227,12 +224,18 @@ public struct BundleCache: Sendable {
         if record.needsBootCheck {
             // Installed without a sync in an earlier boot: sizes and change times may be right over
             // bytes that never reached the disk. Once found whole (read from the disk), it is marked so.
+            guard listIsWhole() else { return listChanged }
             let report = inspector.thoroughCheck(BundleFileList(list).files)
             if report.intact { markFoundWhole(record, holdingLock: holdingLock) }
             return report
         }
-        if thorough { return inspector.thoroughCheck(BundleFileList(list).files) }
-        let (report, attested) = inspector.quickCheck(list, attested: attestations(in: directory))
+        if thorough {
+            guard listIsWhole() else { return listChanged }
+            return inspector.thoroughCheck(BundleFileList(list).files)
+        }
+        guard let (report, attested) = inspector.quickCheck(list, attested: attestations(in: directory), listIsWhole: listIsWhole) else {
+            return listChanged
+        }
         // Files and folders whose change time moved but that hashed and read as installed (a link made
         // or removed by the cache does that) are attested, so that the next check is quick again.
         if !attested.isEmpty { attest(attested, in: directory) }

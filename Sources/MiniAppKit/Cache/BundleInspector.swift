@@ -1,5 +1,6 @@
 import Foundation
 import MiniAppCore
+import Synchronization
 
 /// Walks an installed bundle folder and compares it with its install-time file list.
 struct BundleInspector {
@@ -35,11 +36,18 @@ struct BundleInspector {
     /// take their status calls on two threads. Also returns the attestations this check earned: files
     /// whose change time moved and that hash as listed, folders whose change time moved and that hold
     /// nothing new.
-    func quickCheck(_ list: FileListIndex, attested: Attestations = Attestations()) -> (report: IntegrityReport, attested: Attestations) {
+    ///
+    /// `listIsWhole` runs on the calling thread while the status calls start (the list's digest, checked
+    /// alongside them); when it returns `false`, nothing else is done and the answer is `nil`.
+    func quickCheck(
+        _ list: FileListIndex, attested: Attestations = Attestations(), listIsWhole: () -> Bool = { true }
+    ) -> (report: IntegrityReport, attested: Attestations)? {
         let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard rootDescriptor >= 0 else { return (IntegrityReport(problems: ["missing: the bundle folder"]), Attestations()) }
+        guard rootDescriptor >= 0 else {
+            return listIsWhole() ? (IntegrityReport(problems: ["missing: the bundle folder"]), Attestations()) : nil
+        }
         defer { close(rootDescriptor) }
-        let verdicts = Self.verdicts(list, in: rootDescriptor)
+        guard let verdicts = Self.verdicts(list, in: rootDescriptor, alongside: listIsWhole) else { return nil }
         var problems: [String] = []
         var moved: [(String, FileTimestamp)] = []
         var toHash: [(BundleFile, String)] = []
@@ -111,45 +119,70 @@ struct BundleInspector {
     /// thousand entries take about 2 ms on one).
     static let parallelMinimumEntries = 256
 
-    /// Each folder's, then each file's status compared with the list.
-    private static func verdicts(_ list: FileListIndex, in rootDescriptor: Int32) -> [Verdict] {
+    /// Entries a thread takes at a time from a shared count: a thread that starts late, or whose calls
+    /// are slower, takes fewer.
+    private static let entriesPerTake = 32
+
+    /// Each folder's, then each file's status compared with the list, or `nil` when `alongside` (run on
+    /// the calling thread once the other thread is started, before it joins the status calls) returns
+    /// `false`.
+    private static func verdicts(_ list: FileListIndex, in rootDescriptor: Int32, alongside: () -> Bool) -> [Verdict]? {
         let (directories, files) = (list.directories, list.files)
         let count = directories.count + files.count
         var verdicts = [Verdict](repeating: .same, count: count)
         let parts = count >= parallelMinimumEntries && ProcessEnvironment.processorCount > 1 ? 2 : 1
-        list.bytes.withUnsafeBufferPointer { bytes in
-            let paths = SendablePointer(bytes.baseAddress!)
-            verdicts.withUnsafeMutableBufferPointer { output in
+        let next = SharedCount()
+        let whole = list.bytes.withUnsafeBufferPointer { bytes in
+            let text = SendablePointer(bytes.baseAddress ?? UnsafePointer(bitPattern: 1)!)
+            return verdicts.withUnsafeMutableBufferPointer { output in
                 let output = SendableBuffer(output)
-                WorkerThreads.run(parts, name: "miniapp.check") { part in
+                return WorkerThreads.run(parts, name: "miniapp.check", onCaller: alongside) { part in
+                    // Each thread resolves paths from a descriptor of its own (of the same folder): while
+                    // two threads share one, each call updates its reference count, which both cores write.
+                    let own = part == 0 ? -1 : openat(rootDescriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                    defer { if own >= 0 { close(own) } }
+                    let descriptor = own >= 0 ? own : rootDescriptor
+                    var path = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
                     var info = stat()
-                    for index in stride(from: part, to: count, by: parts) {
-                        if index < directories.count {
-                            let directory = directories[index]
-                            guard fstatat(rootDescriptor, paths.cString(at: directory.path.lowerBound), &info, AT_SYMLINK_NOFOLLOW) == 0,
-                                  (info.st_mode & S_IFMT) == S_IFDIR else {
-                                output.buffer[index] = .missing
-                                continue
+                    path.withUnsafeMutableBufferPointer { path in
+                        // The status of the entry at `range`, copied into `path` as a C string; `false`
+                        // when it has none (a path longer than the system takes has none).
+                        func status(_ range: Range<Int>) -> Bool {
+                            guard range.count < path.count else { return false }
+                            UnsafeMutableRawPointer(path.baseAddress!).copyMemory(from: text.base + range.lowerBound, byteCount: range.count)
+                            path[range.count] = 0
+                            return fstatat(descriptor, path.baseAddress!, &info, AT_SYMLINK_NOFOLLOW) == 0
+                        }
+                        while true {
+                            let start = next.value.add(entriesPerTake, ordering: .relaxed).oldValue
+                            guard start < count else { return }
+                            for index in start..<min(start + entriesPerTake, count) {
+                                if index < directories.count {
+                                    let directory = directories[index]
+                                    guard status(directory.path), (info.st_mode & S_IFMT) == S_IFDIR else {
+                                        output.buffer[index] = .missing
+                                        continue
+                                    }
+                                    if !directory.changedAt.matches(info.st_ctim) { output.buffer[index] = .touched }
+                                    continue
+                                }
+                                let file = files[index - directories.count]
+                                guard status(file.path), (info.st_mode & S_IFMT) == S_IFREG else {
+                                    output.buffer[index] = .missing
+                                    continue
+                                }
+                                if Int64(info.st_size) != file.size {
+                                    output.buffer[index] = .resized
+                                } else if !file.changedAt.matches(info.st_ctim) {
+                                    output.buffer[index] = .touched
+                                }
                             }
-                            if !directory.changedAt.matches(info.st_ctim) { output.buffer[index] = .touched }
-                            continue
-                        }
-                        let file = files[index - directories.count]
-                        guard fstatat(rootDescriptor, paths.cString(at: file.path.lowerBound), &info, AT_SYMLINK_NOFOLLOW) == 0,
-                              (info.st_mode & S_IFMT) == S_IFREG else {
-                            output.buffer[index] = .missing
-                            continue
-                        }
-                        if Int64(info.st_size) != file.size {
-                            output.buffer[index] = .resized
-                        } else if !file.changedAt.matches(info.st_ctim) {
-                            output.buffer[index] = .touched
                         }
                     }
                 }
             }
         }
-        return verdicts
+        return whole ? verdicts : nil
     }
 
     /// The folders at `paths` (relative, `.` for the bundle folder) with their change time now, or `nil`
@@ -298,16 +331,16 @@ struct SendableBuffer<Element>: @unchecked Sendable {
     }
 }
 
-/// NUL-terminated strings in place in a buffer that outlives the threads reading it.
+/// A count that threads take turns from.
+private final class SharedCount: Sendable {
+    let value = Atomic<Int>(0)
+}
+
+/// A buffer that outlives the threads reading it.
 struct SendablePointer: @unchecked Sendable {
     let base: UnsafePointer<UInt8>
 
     init(_ base: UnsafePointer<UInt8>) {
         self.base = base
-    }
-
-    /// The C string starting at `offset`.
-    func cString(at offset: Int) -> UnsafePointer<CChar> {
-        UnsafeRawPointer(base + offset).assumingMemoryBound(to: CChar.self)
     }
 }
