@@ -45,9 +45,9 @@ func makeConfiguration(_ server: TestHTTPServer, cache: String, policy: Signatur
 /// Runs `body` with an installer (and its platform client) for `configuration`.
 func withInstaller<Result: Sendable>(
     _ configuration: MiniAppConfiguration, logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
-    _ body: (BundleInstaller) async throws -> Result
+    connections: PlatformConnections = .pooled, _ body: (BundleInstaller) async throws -> Result
 ) async throws -> Result {
-    let platform = configuration.offline ? nil : try PlatformClient(configuration: configuration)
+    let platform = configuration.offline ? nil : try PlatformClient(configuration: configuration, connections: connections)
     defer { _ = platform }
     do {
         let result = try await withInstaller(configuration, platform: platform, logger: logger, body)
@@ -347,7 +347,8 @@ func withInstaller<Result: Sendable>(
         }
     }
 
-    @Test func droppedDownloadResumesWithARangeRequest() async throws {
+    @Test(arguments: Transport.allCases)
+    func droppedDownloadResumesWithARangeRequest(transport: Transport) async throws {
         let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles.merging(["big.bin": String(repeating: "0123456789abcdef", count: 40_000)]) { $1 })])
         let zipRequests = Counter()
         try await withTestServer({ request in
@@ -355,7 +356,7 @@ func withInstaller<Result: Sendable>(
             if request.path == platform.zipPath, zipRequests.next() == 1 { response.action = .truncate(response.body.count / 2) }
             return response
         }) { server in
-            let outcome = try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") }
+            let outcome = try await withInstaller(makeConfiguration(server, cache: cache), connections: transport.connections) { try await $0.download(appId: "app-hello") }
             #expect(outcome.record.signature == .verified)
             let requests = server.requests.filter { $0.path == platform.zipPath }
             #expect(requests.count == 2)
@@ -365,7 +366,8 @@ func withInstaller<Result: Sendable>(
         }
     }
 
-    @Test func aServerThatIgnoresRangeMakesTheDownloadStartOver() async throws {
+    @Test(arguments: Transport.allCases)
+    func aServerThatIgnoresRangeMakesTheDownloadStartOver(transport: Transport) async throws {
         let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles.merging(["big.bin": String(repeating: "0123456789abcdef", count: 40_000)]) { $1 })])
         let zipRequests = Counter()
         try await withTestServer({ [platform] request in
@@ -378,19 +380,20 @@ func withInstaller<Result: Sendable>(
             // No Range support: the whole file again, with 200.
             return StubResponse(status: 200, headers: [("Content-Type", "application/zip")], body: platform.fixture.blobs[platform.zipPath]!)
         }) { server in
-            let outcome = try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") }
+            let outcome = try await withInstaller(makeConfiguration(server, cache: cache), connections: transport.connections) { try await $0.download(appId: "app-hello") }
             #expect(outcome.record.signature == .verified, "the digest started over with the bytes")
             #expect(outcome.record.sha256 == SHA256Digest.hash(platform.fixture.blobs[platform.zipPath]!).hexString)
             #expect(server.requests.filter { $0.path == platform.zipPath }.count == 2)
         }
     }
 
-    @Test func aBundleLargerThanTheLimitIsRefused() async throws {
+    @Test(arguments: Transport.allCases)
+    func aBundleLargerThanTheLimitIsRefused(transport: Transport) async throws {
         let platform = try SignedPlatform()
         try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
             var configuration = makeConfiguration(server, cache: cache)
             configuration.maxDownloadBytes = 100
-            let error = await #expect(throws: DownloadError.self) { try await withInstaller(configuration) { try await $0.download(appId: "app-hello") } }
+            let error = await #expect(throws: DownloadError.self) { try await withInstaller(configuration, connections: transport.connections) { try await $0.download(appId: "app-hello") } }
             #expect(error?.category == .badData)
             #expect(CacheSnapshot(cache).files.isEmpty)
             #expect(CacheSnapshot(cache).leftovers.isEmpty)
@@ -415,14 +418,43 @@ func withInstaller<Result: Sendable>(
         }
     }
 
-    @Test func missingZipIsUnavailableAndLeavesNothing() async throws {
+    @Test(arguments: Transport.allCases)
+    func missingZipIsUnavailableAndLeavesNothing(transport: Transport) async throws {
         var platform = try SignedPlatform()
         platform.fixture.blobs = [:]
         try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
-            let error = await #expect(throws: DownloadError.self) { try await withInstaller(makeConfiguration(server, cache: cache)) { try await $0.download(appId: "app-hello") } }
+            let error = await #expect(throws: DownloadError.self) { try await withInstaller(makeConfiguration(server, cache: cache), connections: transport.connections) { try await $0.download(appId: "app-hello") } }
             #expect(error?.category == .unavailable)
             #expect(CacheSnapshot(cache).files.isEmpty)
             #expect(CacheSnapshot(cache).leftovers.isEmpty)
+        }
+    }
+
+    @Test func aZipOnAConnectionOfItsOwnFollowsARedirectAndReadsAChunkedBody() async throws {
+        let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles.merging(["big.bin": String(repeating: "0123456789abcdef", count: 40_000)]) { $1 })])
+        let zip = try #require(platform.fixture.blobs[platform.zipPath])
+        // Chunks of growing odd sizes, sent in pieces that split sizes, data and line ends anywhere.
+        var wire = Array(DirectHTTPTests.head("HTTP/1.1 200 OK", "Transfer-Encoding: chunked").utf8)
+        var (offset, size) = (0, 1)
+        while offset < zip.count {
+            let count = min(size, zip.count - offset)
+            wire += Array("\(String(count, radix: 16));x=y\r\n".utf8) + zip[offset..<offset + count] + Array("\r\n".utf8)
+            (offset, size) = (offset + count, size * 7 + 13)
+        }
+        wire += Array("0\r\nX-Trailer: 1\r\n\r\n".utf8)
+        let pieces = stride(from: 0, to: wire.count, by: 65_521).map { Array(wire[$0..<min($0 + 65_521, wire.count)]) }
+        let raw = RawHTTPServer { _ in .init(pieces: pieces) }
+        defer { raw.stop() }
+        try await withTestServer({ [platform] request in
+            guard request.path == platform.zipPath else { return platform.fixture.handle(request) }
+            return StubResponse(status: 302, headers: [("Location", "http://127.0.0.1:\(raw.port)/elsewhere/bundle.zip?token=1")])
+        }) { server in
+            let outcome = try await withInstaller(makeConfiguration(server, cache: cache), connections: Transport.perRequest.connections) { try await $0.download(appId: "app-hello") }
+            #expect(outcome.record.signature == .verified)
+            #expect(outcome.record.sha256 == SHA256Digest.hash(zip).hexString)
+            let request = try #require(raw.requests.first)
+            #expect(request.hasPrefix("GET /elsewhere/bundle.zip?token=1 HTTP/1.1\r\n"))
+            #expect(request.contains("Connection: close"), "fetched on a connection of its own, not through AsyncHTTPClient")
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import MiniAppCore
 
 /// What a finished download wrote.
@@ -17,6 +18,11 @@ struct DownloadedFile: Sendable {
 /// Range requests after a dropped connection.
 final class BundleDownloader: Sendable {
     let connections: LazyHTTPClient
+    /// Set when the platform was opened for a short-lived process
+    /// (``PlatformConnections/perRequest(threadPool:)``): plain `http://` zips are then fetched on
+    /// connections of their own, with blocking calls on a thread of each download's own (on this pool
+    /// only when no thread can be started: a download must not hold a pool thread for its length).
+    let directPool: NIOThreadPool?
     let network: NetworkSettings
     let maxBytes: Int64
     let pool: BlockingPool
@@ -30,8 +36,13 @@ final class BundleDownloader: Sendable {
     /// A downloader using `httpClient` when given (the host's, left open), else a client of its own.
     /// Redirects are followed here, up to ``maxRedirects``, whatever the client's own setting.
     /// `rangeFolder` keeps what is learnt about servers' ranges for later processes.
-    init(network: NetworkSettings, maxBytes: Int64, httpClient: HTTPClient?, pool: BlockingPool, logger: Logger, rangeFolder: String? = nil) {
+    /// `directPool`: see ``directPool`` (ignored when `httpClient` is given).
+    init(
+        network: NetworkSettings, maxBytes: Int64, httpClient: HTTPClient?, pool: BlockingPool, logger: Logger, rangeFolder: String? = nil,
+        directPool: NIOThreadPool? = nil
+    ) {
         self.pool = pool
+        self.directPool = httpClient == nil ? directPool : nil
         self.rangeSupport = RangeSupport(directory: rangeFolder, pool: pool)
         self.network = network
         self.maxBytes = maxBytes
@@ -92,8 +103,9 @@ final class BundleDownloader: Sendable {
                 let remaining = deadline - clock.now
                 guard remaining > .zero else { throw HTTPClientError.deadlineExceeded }
                 logger.debug("bundle request", metadata: ["url": "\(text)", "attempt": "\(attempt)", "offset": "\(sink.received)"])
-                let response = try await connections.execute(request, deadline: .now() + remaining.timeAmount)
-                let status = Int(response.status.code)
+                let response = try await send(request, deadline: deadline)
+                defer { response.close() }
+                let status = response.status
                 let total: Int64?
                 switch status {
                 case 301, 302, 303, 307, 308:
@@ -167,26 +179,104 @@ final class BundleDownloader: Sendable {
         }
     }
 
+    /// An answer whose body is still to be read: from AsyncHTTPClient, or from a connection of its own.
+    enum Response {
+        case pooled(HTTPClientResponse)
+        case direct(DirectResponse, SocketCanceller, NIOThreadPool)
+
+        var status: Int {
+            switch self {
+            case .pooled(let response): Int(response.status.code)
+            case .direct(let response, _, _): response.status
+            }
+        }
+
+        var headers: HTTPHeaders {
+            switch self {
+            case .pooled(let response): response.headers
+            case .direct(let response, _, _): response.headers
+            }
+        }
+
+        /// Closes a connection of its own (AsyncHTTPClient ends its own when its body is dropped).
+        func close() {
+            if case .direct(let response, _, _) = self { response.close() }
+        }
+    }
+
+    /// Sends `request`: on a connection of its own, on ``directPool``, for a plain `http://` URL when
+    /// there is one; else through AsyncHTTPClient.
+    private func send(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant) async throws -> Response {
+        if let directPool, let url = URL(string: request.url), let (endpoint, target) = DirectEndpoint.resource(url) {
+            let canceller = SocketCanceller()
+            let (headers, network) = (request.headers, network)
+            let response = try await withTaskCancellationHandler {
+                try await Self.onOwnThread(orOn: directPool) {
+                    try DirectHTTP.open(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
+                }
+            } onCancel: {
+                canceller.cancel()
+            }
+            return .direct(response, canceller, directPool)
+        }
+        let remaining = deadline - ContinuousClock.now
+        guard remaining > .zero else { throw HTTPClientError.deadlineExceeded }
+        return .pooled(try await connections.execute(request, deadline: .now() + remaining.timeAmount))
+    }
+
+    /// Runs blocking `body` on a thread started for it, or on `pool` when none can be started.
+    private static func onOwnThread<T: Sendable>(orOn pool: NIOThreadPool, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let outcome: Result<T, any Error>? = await withCheckedContinuation { continuation in
+            let started = WorkerThreads.detach(name: "miniapp.fetch") { continuation.resume(returning: Result(catching: body)) }
+            if !started { continuation.resume(returning: nil) }
+        }
+        if let outcome { return try outcome.get() }
+        return try await pool.runIfActive(body)
+    }
+
     /// Streams a response body into the sink; returns `nil` when it is complete, or the failure to
     /// retry with when it ended early.
     func receive(
-        _ response: HTTPClientResponse, into sink: DownloadSink, total: Int64?, url: String, attempt: Int, maxBytes: Int64,
+        _ response: Response, into sink: DownloadSink, total: Int64?, url: String, attempt: Int, maxBytes: Int64,
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) async throws -> DownloadError? {
+        /// Counts a chunk handed to the sink against the length and the limit.
+        @Sendable func check() throws(DownloadError) {
+            if let total, sink.received > total {
+                throw DownloadError.lengthMismatch(url: url, expected: total, received: sink.received)
+            }
+            if sink.received > maxBytes { throw DownloadError.tooLarge(url: url, limitBytes: maxBytes) }
+            progress?(DownloadProgress(receivedBytes: sink.received, totalBytes: total))
+        }
         do {
-            for try await chunk in response.body {
-                try await sink.append(chunk)
-                if let total, sink.received > total {
-                    throw DownloadError.lengthMismatch(url: url, expected: total, received: sink.received)
+            switch response {
+            case .pooled(let response):
+                for try await chunk in response.body {
+                    try await sink.append(chunk)
+                    try check()
                 }
-                if sink.received > maxBytes { throw DownloadError.tooLarge(url: url, limitBytes: maxBytes) }
-                progress?(DownloadProgress(receivedBytes: sink.received, totalBytes: total))
+            case .direct(let response, let canceller, let pool):
+                // Read on a thread of its own, in big buffers handed straight to the sink's writer: no
+                // hop to a task per chunk.
+                try await withTaskCancellationHandler {
+                    try await Self.onOwnThread(orOn: pool) {
+                        try response.streamBody(chunkBytes: Self.directChunkBytes) { chunk in
+                            try sink.appendNow(chunk)
+                            try check()
+                        }
+                    }
+                } onCancel: {
+                    canceller.cancel()
+                }
             }
         } catch let error as DownloadError {
             throw error
         } catch is CancellationError {
             throw CancellationError()
         } catch {
+            if let total, sink.received < total, case DirectHTTPError.closedEarly = error {
+                return .unreachable(url: url, reason: "the connection closed after \(sink.received) of \(total) bytes", attempts: attempt)
+            }
             return .unreachable(url: url, reason: PlatformClient.describe(error), attempts: attempt)
         }
         if let total, sink.received < total {
@@ -194,6 +284,9 @@ final class BundleDownloader: Sendable {
         }
         return nil
     }
+
+    /// The buffers a body read on a connection of its own is handed to the sink in.
+    static let directChunkBytes = 512 << 10
 
     /// Copies a registry's local zip into the sink, hashing it on the way, as a download would.
     private func copy(_ url: URL, into sink: DownloadSink, maxBytes: Int64, progress: (@Sendable (DownloadProgress) -> Void)?) async throws {

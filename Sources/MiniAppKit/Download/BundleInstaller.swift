@@ -77,7 +77,9 @@ public final class BundleInstaller: Sendable {
         self.cache = BundleCache(root: configuration.cacheDirectory, namespace: namespace, lockTimeout: configuration.lockTimeout, threadPool: threadPool, logger: logger)
         self.downloader = BundleDownloader(
             network: configuration.network, maxBytes: configuration.maxDownloadBytes, httpClient: httpClient, pool: pool, logger: logger,
-            rangeFolder: configuration.cacheDirectory + "/ranges"
+            rangeFolder: configuration.cacheDirectory + "/ranges",
+            // A platform opened for a short-lived process fetches its zips as it makes its requests.
+            directPool: (self.platform as? PlatformClient)?.direct?.threadPool
         )
         self.verifier = SignatureVerifier(
             trusted: try TrustedKeys(configuration.trustedKeys),

@@ -618,7 +618,7 @@ private final class DeltaRun: @unchecked Sendable {
         let total = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
         if let total, total > downloader.maxBytes { throw DownloadError.tooLarge(url: url, limitBytes: downloader.maxBytes) }
         let before = fetched
-        if let failure = try await downloader.receive(response, into: sink, total: total, url: url, attempt: 1, maxBytes: downloader.maxBytes, progress: progress) {
+        if let failure = try await downloader.receive(.pooled(response), into: sink, total: total, url: url, attempt: 1, maxBytes: downloader.maxBytes, progress: progress) {
             fetched = before + sink.received
             throw Stop.unusable("the whole zip broke off (\(failure.description))")
         }

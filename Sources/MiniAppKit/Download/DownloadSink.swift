@@ -72,6 +72,19 @@ final class DownloadSink: @unchecked Sendable {
         if later != 0 { throw BundleDownloader.ioError(path, errorNumber: later) }
     }
 
+    /// ``append(_:)`` for a thread that may block (a thread pool's): waits on the writer, not a task.
+    func appendNow(_ chunk: ByteBuffer) throws(DownloadError) {
+        received += Int64(chunk.readableBytes)
+        let error = condition.withLock {
+            operations.append(.write(chunk))
+            pendingBytes += chunk.readableBytes
+            condition.signal()
+            while pendingBytes > Self.maxPendingBytes && failure == 0 && !ended { condition.wait() }
+            return failure
+        }
+        if error != 0 { throw BundleDownloader.ioError(path, errorNumber: error) }
+    }
+
     /// Drops what was received, to start over from the first byte.
     func restart() {
         received = 0
@@ -129,6 +142,8 @@ final class DownloadSink: @unchecked Sendable {
             let waiter: CheckedContinuation<Void, Never>? = condition.withLock {
                 pendingBytes -= done
                 if failure == 0 { failure = error }
+                // An ``appendNow(_:)`` waiting for room.
+                condition.broadcast()
                 guard let waiter = spaceWaiter, pendingBytes <= Self.maxPendingBytes / 2 || failure != 0 else { return nil }
                 spaceWaiter = nil
                 return waiter
@@ -137,6 +152,7 @@ final class DownloadSink: @unchecked Sendable {
         }
         let waiters: [CheckedContinuation<Void, Never>] = condition.withLock {
             ended = true
+            condition.broadcast()
             defer { (spaceWaiter, endWaiter) = (nil, nil) }
             return [spaceWaiter, endWaiter].compactMap { $0 }
         }

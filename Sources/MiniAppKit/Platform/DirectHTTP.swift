@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization
@@ -47,6 +48,25 @@ struct DirectEndpoint: Sendable {
         self.hostHeader = baseURL.port.map { "\(name):\($0)" } ?? name
         self.authority = "\(name):\(port)"
         self.basePath = path.hasPrefix("/") ? path : "/" + path
+    }
+}
+
+extension DirectEndpoint {
+    /// The endpoint of a plain `http://` resource URL without user (its query kept), and the request
+    /// target (path and query, as the URL spells them); `nil` for anything else.
+    static func resource(_ url: URL) -> (endpoint: DirectEndpoint, target: String)? {
+        var parts = URLComponents()
+        parts.scheme = url.scheme
+        parts.percentEncodedHost = url.host(percentEncoded: true)
+        parts.port = url.port
+        guard let base = parts.url, url.user(percentEncoded: true) == nil, url.password(percentEncoded: true) == nil,
+              let endpoint = DirectEndpoint(baseURL: base)
+        else { return nil }
+        let path = url.path(percentEncoded: true)
+        let target = (path.isEmpty ? "/" : path) + (url.query(percentEncoded: true).map { "?" + $0 } ?? "")
+        // What goes on the request line: no space, control character or byte past ASCII.
+        guard target.hasPrefix("/"), target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+        return (endpoint, target)
     }
 }
 
@@ -125,6 +145,44 @@ enum DirectHTTP {
         let connection = Connection(descriptor: descriptor, readTimeout: network.readTimeout, deadline: deadline, canceller: canceller)
         try connection.write(request)
         return try readAnswer(from: connection, maxBytes: network.maxResponseBytes)
+    }
+
+    /// Sends a GET of `target` and reads the head of its answer (interim 1xx answers skipped), leaving
+    /// the body on the connection for ``DirectResponse/streamBody(chunkBytes:maxBytes:_:)``. Throws as
+    /// ``get(_:target:headers:network:deadline:canceller:)`` does.
+    static func open(
+        _ endpoint: DirectEndpoint, target: String, headers: HTTPHeaders, network: NetworkSettings,
+        deadline: ContinuousClock.Instant, canceller: SocketCanceller
+    ) throws -> DirectResponse {
+        let request = try requestBytes(endpoint, target: target, headers: headers)
+        let descriptor = try connect(endpoint, timeout: network.connectTimeout, deadline: deadline, canceller: canceller)
+        do {
+            let connection = Connection(descriptor: descriptor, readTimeout: network.readTimeout, deadline: deadline, canceller: canceller)
+            try connection.write(request)
+            var source = ByteSource(connection: connection)
+            while true {
+                let (status, headers) = try parseHead(try source.readHead())
+                if (100..<200).contains(status) {
+                    guard status != 101 else { throw DirectHTTPError.malformed("an upgrade nobody asked for") }
+                    continue
+                }
+                let framing: DirectResponse.Framing
+                let codings = headers[canonicalForm: "Transfer-Encoding"].map { $0.lowercased() }
+                if status == 204 || status == 304 {
+                    framing = .length(0)
+                } else if let last = codings.last {
+                    framing = last == "chunked" ? .chunked(left: 0, started: false) : .toEnd
+                } else if let length = try contentLength(headers) {
+                    framing = .length(Int64(length))
+                } else {
+                    framing = .toEnd
+                }
+                return DirectResponse(status: status, headers: headers, source: source, framing: framing, canceller: canceller)
+            }
+        } catch {
+            canceller.close(descriptor)
+            throw error
+        }
     }
 
     static func requestBytes(_ endpoint: DirectEndpoint, target: String, headers: HTTPHeaders) throws -> [UInt8] {
@@ -443,8 +501,22 @@ enum DirectHTTP {
             return Data(pending[start...])
         }
 
+        /// Up to `buffer.count` bytes into `buffer`, what was read past the head first; 0 at the end of
+        /// the stream.
+        mutating func readSome(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            guard !buffer.isEmpty else { return 0 }
+            if available > 0 {
+                let count = min(available, buffer.count)
+                pending.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + start, byteCount: count) }
+                start += count
+                compact()
+                return count
+            }
+            return try connection.read(into: buffer)
+        }
+
         /// A line ending in `\n` (without it and a `\r` before it).
-        private mutating func readLine(limit: Int) throws -> ArraySlice<UInt8> {
+        mutating func readLine(limit: Int) throws -> ArraySlice<UInt8> {
             compact()
             var searched = start
             while true {
@@ -477,6 +549,104 @@ enum DirectHTTP {
                 body.append(try read(exactly: size))
                 guard try readLine(limit: 2).isEmpty else { throw DirectHTTPError.malformed("chunk end") }
             }
+        }
+    }
+}
+
+/// An answer read by ``DirectHTTP/open(_:target:headers:network:deadline:canceller:)``: its status and
+/// headers, with its body still on the connection. Used by one thread at a time; ``close()`` ends it.
+final class DirectResponse: @unchecked Sendable {
+    enum Framing {
+        /// `Content-Length`: the bytes left.
+        case length(Int64)
+        /// `Transfer-Encoding: chunked`: the bytes left in the current chunk, and whether one began.
+        case chunked(left: Int, started: Bool)
+        /// Up to the end of the stream.
+        case toEnd
+    }
+
+    let status: Int
+    let headers: HTTPHeaders
+    private var source: DirectHTTP.ByteSource
+    private var framing: Framing
+    private let canceller: SocketCanceller
+
+    init(status: Int, headers: HTTPHeaders, source: DirectHTTP.ByteSource, framing: Framing, canceller: SocketCanceller) {
+        self.status = status
+        self.headers = headers
+        self.source = source
+        self.framing = framing
+        self.canceller = canceller
+    }
+
+    /// Closes the connection.
+    func close() {
+        canceller.close(source.connection.descriptor)
+    }
+
+    /// Reads the body to its end with blocking calls, handing it to `deliver` in buffers of
+    /// `chunkBytes` (the last one shorter): a body cut short throws ``DirectHTTPError/closedEarly``
+    /// once what came is delivered (a download resumes from there).
+    func streamBody(chunkBytes: Int, _ deliver: (ByteBuffer) throws -> Void) throws {
+        let allocator = ByteBufferAllocator()
+        var ended = false
+        while !ended {
+            var buffer = allocator.buffer(capacity: chunkBytes)
+            var failure: (any Error)?
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: chunkBytes) { raw in
+                var filled = 0
+                while filled < chunkBytes {
+                    let count: Int
+                    do {
+                        count = try nextBytes(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled..<chunkBytes]))
+                    } catch {
+                        failure = error
+                        break
+                    }
+                    if count == 0 {
+                        ended = true
+                        break
+                    }
+                    filled += count
+                }
+                return filled
+            }
+            if buffer.readableBytes > 0 { try deliver(buffer) }
+            if let failure { throw failure }
+        }
+    }
+
+    /// The next bytes of the body into `buffer`; 0 once it has ended.
+    private func nextBytes(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        switch framing {
+        case .length(let left):
+            guard left > 0 else { return 0 }
+            let count = try source.readSome(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(Int64(buffer.count), left))]))
+            guard count > 0 else { throw DirectHTTPError.closedEarly }
+            framing = .length(left - Int64(count))
+            return count
+        case .toEnd:
+            return try source.readSome(into: buffer)
+        case .chunked(var left, let started):
+            if left == 0 {
+                if started { guard try source.readLine(limit: 2).isEmpty else { throw DirectHTTPError.malformed("chunk end") } }
+                let line = try source.readLine(limit: 4096)
+                let digits = line.prefix(while: { $0 != UInt8(ascii: ";") }).filter { $0 != 0x20 && $0 != 0x09 }
+                guard !digits.isEmpty, digits.count <= 15, let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
+                    throw DirectHTTPError.malformed("chunk size")
+                }
+                if size == 0 {
+                    // The trailers are read and dropped.
+                    while try !source.readLine(limit: DirectHTTP.maxHeadBytes).isEmpty {}
+                    framing = .length(0)
+                    return 0
+                }
+                left = size
+            }
+            let count = try source.readSome(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(buffer.count, left)]))
+            guard count > 0 else { throw DirectHTTPError.closedEarly }
+            framing = .chunked(left: left - count, started: true)
+            return count
         }
     }
 }
