@@ -139,26 +139,37 @@ enum DirectHTTP {
         _ endpoint: DirectEndpoint, target: String, headers: HTTPHeaders, network: NetworkSettings,
         deadline: ContinuousClock.Instant, canceller: SocketCanceller
     ) throws -> HTTPAnswer {
-        let request = try requestBytes(endpoint, target: target, headers: headers)
-        let descriptor = try connect(endpoint, timeout: network.connectTimeout, deadline: deadline, canceller: canceller)
-        defer { canceller.close(descriptor) }
-        let connection = Connection(descriptor: descriptor, readTimeout: network.readTimeout, deadline: deadline, canceller: canceller)
-        try connection.write(request)
+        let connection = try sendRequest(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
+        defer { canceller.close(connection.descriptor) }
         return try readAnswer(from: connection, maxBytes: network.maxResponseBytes)
     }
 
+    /// A new connection to `endpoint` with the GET of `target` written on it; closed when that fails.
+    private static func sendRequest(
+        _ endpoint: DirectEndpoint, target: String, headers: HTTPHeaders, network: NetworkSettings,
+        deadline: ContinuousClock.Instant, canceller: SocketCanceller
+    ) throws -> Connection {
+        let request = try requestBytes(endpoint, target: target, headers: headers)
+        let descriptor = try connect(endpoint, timeout: network.connectTimeout, deadline: deadline, canceller: canceller)
+        let connection = Connection(descriptor: descriptor, readTimeout: network.readTimeout, deadline: deadline, canceller: canceller)
+        do {
+            try connection.write(request)
+        } catch {
+            canceller.close(descriptor)
+            throw error
+        }
+        return connection
+    }
+
     /// Sends a GET of `target` and reads the head of its answer (interim 1xx answers skipped), leaving
-    /// the body on the connection for ``DirectResponse/streamBody(chunkBytes:maxBytes:_:)``. Throws as
+    /// the body on the connection for ``DirectResponse/streamBody(chunkBytes:_:)``. Throws as
     /// ``get(_:target:headers:network:deadline:canceller:)`` does.
     static func open(
         _ endpoint: DirectEndpoint, target: String, headers: HTTPHeaders, network: NetworkSettings,
         deadline: ContinuousClock.Instant, canceller: SocketCanceller
     ) throws -> DirectResponse {
-        let request = try requestBytes(endpoint, target: target, headers: headers)
-        let descriptor = try connect(endpoint, timeout: network.connectTimeout, deadline: deadline, canceller: canceller)
+        let connection = try sendRequest(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
         do {
-            let connection = Connection(descriptor: descriptor, readTimeout: network.readTimeout, deadline: deadline, canceller: canceller)
-            try connection.write(request)
             var source = ByteSource(connection: connection)
             while true {
                 let (status, headers) = try parseHead(try source.readHead())
@@ -180,7 +191,7 @@ enum DirectHTTP {
                 return DirectResponse(status: status, headers: headers, source: source, framing: framing, canceller: canceller)
             }
         } catch {
-            canceller.close(descriptor)
+            canceller.close(connection.descriptor)
             throw error
         }
     }
@@ -371,6 +382,15 @@ enum DirectHTTP {
         }
     }
 
+    /// The size a chunk's line (without its end) gives, extensions dropped.
+    static func chunkSize(_ line: ArraySlice<UInt8>) throws -> Int {
+        let digits = line.prefix(while: { $0 != UInt8(ascii: ";") }).filter { $0 != 0x20 && $0 != 0x09 }
+        guard !digits.isEmpty, digits.count <= 15, let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
+            throw DirectHTTPError.malformed("chunk size")
+        }
+        return size
+    }
+
     /// The status and headers of a head (without its blank line).
     static func parseHead(_ head: [UInt8]) throws -> (Int, HTTPHeaders) {
         var lines = head.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line in
@@ -536,11 +556,7 @@ enum DirectHTTP {
         mutating func readChunked(maxBytes: Int) throws -> Data {
             var body = Data()
             while true {
-                let line = try readLine(limit: 4096)
-                let digits = line.prefix(while: { $0 != UInt8(ascii: ";") }).filter { $0 != 0x20 && $0 != 0x09 }
-                guard !digits.isEmpty, digits.count <= 15, let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
-                    throw DirectHTTPError.malformed("chunk size")
-                }
+                let size = try DirectHTTP.chunkSize(try readLine(limit: 4096))
                 if size == 0 {
                     while try !readLine(limit: DirectHTTP.maxHeadBytes).isEmpty {}
                     return body
@@ -630,11 +646,7 @@ final class DirectResponse: @unchecked Sendable {
         case .chunked(var left, let started):
             if left == 0 {
                 if started { guard try source.readLine(limit: 2).isEmpty else { throw DirectHTTPError.malformed("chunk end") } }
-                let line = try source.readLine(limit: 4096)
-                let digits = line.prefix(while: { $0 != UInt8(ascii: ";") }).filter { $0 != 0x20 && $0 != 0x09 }
-                guard !digits.isEmpty, digits.count <= 15, let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
-                    throw DirectHTTPError.malformed("chunk size")
-                }
+                let size = try DirectHTTP.chunkSize(try source.readLine(limit: 4096))
                 if size == 0 {
                     // The trailers are read and dropped.
                     while try !source.readLine(limit: DirectHTTP.maxHeadBytes).isEmpty {}
