@@ -56,15 +56,16 @@ struct DownloadCommand: AsyncParsableCommand {
     }
 
     /// A download of a given version whose intact copy is cached, answered on the calling thread with no
-    /// thread pool (``BundleInstaller/reuseIntactCopyNow(appId:versionId:)``); `nil` when
-    /// ``download(_:force:options:)`` must run, which also reports a setting that fails.
+    /// thread pool and no installer (``BundleInstaller/reuseIntactCopyNow(configuration:threadPool:logger:appId:versionId:)``);
+    /// `nil` when ``download(_:force:options:)`` must run, which also reports a setting that fails.
     static func cachedOutcomeNow(_ target: AppTarget, options: CommandSettings) -> InstallOutcome? {
         guard let appId = target.appId, let versionId = target.versionId, target.previewCode == nil,
-              let configuration = try? options.configuration(reading: .installing),
-              // A pool never started: nothing runs on it here, and the installer is dropped unused on a miss.
-              let installer = try? BundleInstaller(configuration: configuration, threadPool: NIOThreadPool(numberOfThreads: 1), logger: options.logger)
+              let configuration = try? options.configuration(reading: .installing)
         else { return nil }
-        return installer.reuseIntactCopyNow(appId: appId, versionId: versionId)
+        // A pool never started: nothing runs on it here.
+        return BundleInstaller.reuseIntactCopyNow(
+            configuration: configuration, threadPool: NIOThreadPool(numberOfThreads: 1), logger: options.logger, appId: appId, versionId: versionId
+        )
     }
 
     /// Several apps: every record (`--json`: an array) or folder, then one error naming each failure.

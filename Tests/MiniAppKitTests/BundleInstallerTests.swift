@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import MiniAppTestSupport
 import NIOConcurrencyHelpers
+import NIOPosix
 import Testing
 
 @testable import MiniAppKit
@@ -174,6 +175,16 @@ func withInstaller<Result: Sendable>(
                 return try await installer.download(appId: "app-hello", versionId: "ver-1")
             }
             try await withInstaller(configuration) { installer in
+                // Without an installer, as the command line asks: the same copy.
+                let asked = try #require(BundleInstaller.reuseIntactCopyNow(
+                    configuration: configuration, threadPool: NIOThreadPool(numberOfThreads: 1), logger: Logger(label: "test"), appId: "app-hello", versionId: "ver-1"
+                ))
+                #expect(asked.record.path == installed.record.path && asked.record.source == .cache && asked.notes == installed.notes)
+                var pinned = configuration
+                pinned.trustedKeys = ["not a key"]
+                #expect(BundleInstaller.reuseIntactCopyNow(
+                    configuration: pinned, threadPool: NIOThreadPool(numberOfThreads: 1), logger: Logger(label: "test"), appId: "app-hello", versionId: "ver-1"
+                ) == nil, "trusted keys are left to an installer to read, and to refuse")
                 let now = try #require(installer.reuseIntactCopyNow(appId: "app-hello", versionId: "ver-1"))
                 let later = try await installer.download(appId: "app-hello", versionId: "ver-1")
                 #expect(now.record.source == .cache && later.record.source == .cache)

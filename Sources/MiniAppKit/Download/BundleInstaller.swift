@@ -315,6 +315,10 @@ public final class BundleInstaller: Sendable {
     /// The cached copy of a version, checked, and reused when intact. Blocks: on ``pool``, or on a thread
     /// that may.
     private func cachedCopy(appId: String, versionId: String) -> CachedCopy {
+        Self.cachedCopy(in: cache, appId: appId, versionId: versionId)
+    }
+
+    private static func cachedCopy(in cache: BundleCache, appId: String, versionId: String) -> CachedCopy {
         guard let cached = cache.record(appId: appId, versionId: versionId) else { return .missing }
         guard cache.check(cached).intact else { return .damaged }
         return .intact(Self.reuse(cached, in: cache), leftovers: cache.hasLeftovers())
@@ -327,8 +331,30 @@ public final class BundleInstaller: Sendable {
     /// do more (offline, a copy missing or damaged, leftovers of killed processes to sweep, automatic
     /// retention): the caller then makes it.
     package func reuseIntactCopyNow(appId: String, versionId: String) -> InstallOutcome? {
-        guard platform != nil, !configuration.retention.automatic, Identifier.isValid(appId), Identifier.isValid(versionId),
-              case .intact(let outcome, leftovers: false) = cachedCopy(appId: appId, versionId: versionId)
+        guard platform != nil else { return nil }
+        return Self.reuseIntactCopy(in: cache, configuration: configuration, appId: appId, versionId: versionId)
+    }
+
+    /// ``reuseIntactCopyNow(appId:versionId:)`` of an installer for `configuration` (opening its remote
+    /// platform), without making one: its platform client, downloader and verifier cost a cache hit a
+    /// quarter of a millisecond. `nil` also whenever making that installer could fail (trusted keys are
+    /// left to the one made then to read), and for a registry platform. `threadPool` is never used here.
+    package static func reuseIntactCopyNow(
+        configuration: MiniAppConfiguration, threadPool: NIOThreadPool, logger: Logger, appId: String, versionId: String
+    ) -> InstallOutcome? {
+        guard !configuration.offline, case .remote? = configuration.platform, configuration.projectId != nil, configuration.trustedKeys.isEmpty else {
+            return nil
+        }
+        let cache = BundleCache(
+            root: configuration.cacheDirectory, namespace: configuration.cacheNamespace, lockTimeout: configuration.lockTimeout,
+            threadPool: threadPool, logger: logger
+        )
+        return reuseIntactCopy(in: cache, configuration: configuration, appId: appId, versionId: versionId)
+    }
+
+    private static func reuseIntactCopy(in cache: BundleCache, configuration: MiniAppConfiguration, appId: String, versionId: String) -> InstallOutcome? {
+        guard !configuration.retention.automatic, Identifier.isValid(appId), Identifier.isValid(versionId),
+              case .intact(let outcome, leftovers: false) = cachedCopy(in: cache, appId: appId, versionId: versionId)
         else { return nil }
         return outcome
     }
