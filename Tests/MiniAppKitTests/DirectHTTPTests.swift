@@ -173,6 +173,18 @@ import Testing
         #expect(throws: CancellationError.self) { try result.get() }
     }
 
+    @Test func aZipURLGoesOnAConnectionOfItsOwnOnlyWhenPlainHTTP() throws {
+        let plain = try #require(DirectEndpoint.resource(URL(string: "http://cdn.example:8080/a%20b/app.zip?sig=x%2By&e=1#part")!))
+        #expect(plain.endpoint.host == "cdn.example" && plain.endpoint.port == 8080 && plain.endpoint.hostHeader == "cdn.example:8080")
+        #expect(plain.target == "/a%20b/app.zip?sig=x%2By&e=1")
+        let literal = try #require(DirectEndpoint.resource(URL(string: "http://[::1]:9/z")!))
+        #expect(literal.endpoint.host == "::1" && literal.endpoint.hostHeader == "[::1]:9" && literal.target == "/z")
+        #expect(DirectEndpoint.resource(URL(string: "http://h.example")!)?.target == "/")
+        for url in ["https://cdn.example/app.zip", "http://user:pw@cdn.example/app.zip", "ftp://cdn.example/app.zip"] {
+            #expect(DirectEndpoint.resource(URL(string: url)!) == nil, "\(url) is left to AsyncHTTPClient")
+        }
+    }
+
     @Test func anHTTPSPlatformIsLeftToAsyncHTTPClient() {
         let secure = PlatformClient(baseURL: URL(string: "https://platform.example/")!, projectId: "p", connections: .perRequest(threadPool: directTestPool))
         let plain = PlatformClient(baseURL: URL(string: "http://platform.example:8080/base")!, projectId: "p", connections: .perRequest(threadPool: directTestPool))

@@ -204,8 +204,8 @@ final class BundleDownloader: Sendable {
         }
     }
 
-    /// Sends `request`: on a connection of its own, on ``directPool``, for a plain `http://` URL when
-    /// there is one; else through AsyncHTTPClient.
+    /// Sends `request` and reads the head of its answer: on a connection of its own (see ``directPool``)
+    /// for a plain `http://` URL when the downloader has one; else through AsyncHTTPClient.
     private func send(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant) async throws -> Response {
         if let directPool, let url = URL(string: request.url), let (endpoint, target) = DirectEndpoint.resource(url) {
             let canceller = SocketCanceller()

@@ -13,8 +13,9 @@ public enum PlatformConnections: Sendable {
     /// `http://` request goes on a connection of its own, made and read with blocking calls on
     /// `threadPool` (never on Swift's cooperative pool), with the same headers, timeouts, size limit
     /// and retries. It spares the several milliseconds that AsyncHTTPClient's first request spends
-    /// setting itself up. `https://` platforms, and a client given its own `HTTPClient`, are still
-    /// served by AsyncHTTPClient.
+    /// setting itself up. A ``BundleInstaller`` with such a platform fetches plain `http://` zips on
+    /// connections of their own too, each read on a thread of its download's own. `https://`, and a
+    /// client given its own `HTTPClient`, are still served by AsyncHTTPClient.
     case perRequest(threadPool: NIOThreadPool)
 }
 
@@ -55,13 +56,13 @@ extension DirectEndpoint {
     /// The endpoint of a plain `http://` resource URL without user (its query kept), and the request
     /// target (path and query, as the URL spells them); `nil` for anything else.
     static func resource(_ url: URL) -> (endpoint: DirectEndpoint, target: String)? {
-        var parts = URLComponents()
-        parts.scheme = url.scheme
-        parts.percentEncodedHost = url.host(percentEncoded: true)
-        parts.port = url.port
-        guard let base = parts.url, url.user(percentEncoded: true) == nil, url.password(percentEncoded: true) == nil,
-              let endpoint = DirectEndpoint(baseURL: base)
+        // The base URL is spelled out rather than made by URLComponents, which would check the host
+        // through ICU (see init(baseURL:)).
+        guard url.scheme?.lowercased() == "http", url.user(percentEncoded: true) == nil, url.password(percentEncoded: true) == nil,
+              let host = url.host(percentEncoded: true), !host.isEmpty
         else { return nil }
+        let name = host.utf8.contains(UInt8(ascii: ":")) && !host.hasPrefix("[") ? "[\(host)]" : host
+        guard let base = URL(string: "http://\(name)\(url.port.map { ":\($0)" } ?? "")/"), let endpoint = DirectEndpoint(baseURL: base) else { return nil }
         let path = url.path(percentEncoded: true)
         let target = (path.isEmpty ? "/" : path) + (url.query(percentEncoded: true).map { "?" + $0 } ?? "")
         // What goes on the request line: no space, control character or byte past ASCII.
