@@ -378,6 +378,26 @@ func withInstaller<Result: Sendable>(
     }
 
     @Test(arguments: Transport.allCases)
+    func aZipThatStallsMidwayTimesOutAndResumesWithARange(transport: Transport) async throws {
+        let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles.merging(["big.bin": String(repeating: "0123456789abcdef", count: 40_000)]) { $1 })])
+        let zipRequests = Counter()
+        try await withTestServer({ request in
+            var response = platform.fixture.handle(request)
+            if request.path == platform.zipPath, zipRequests.next() == 1 { response.action = .partialThenStall(response.body.count / 2) }
+            return response
+        }) { server in
+            var configuration = makeConfiguration(server, cache: cache)
+            configuration.network.readTimeout = .milliseconds(300)
+            let outcome = try await withInstaller(configuration, connections: transport.connections) { try await $0.download(appId: "app-hello") }
+            #expect(outcome.record.sha256 == SHA256Digest.hash(platform.fixture.blobs[platform.zipPath]!).hexString)
+            let requests = server.requests.filter { $0.path == platform.zipPath }
+            #expect(requests.count == 2)
+            let range = try #require(requests.last?.header("Range"), "the half that came is kept")
+            #expect(range.hasPrefix("bytes=") && range != "bytes=0-")
+        }
+    }
+
+    @Test(arguments: Transport.allCases)
     func aServerThatIgnoresRangeMakesTheDownloadStartOver(transport: Transport) async throws {
         let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles.merging(["big.bin": String(repeating: "0123456789abcdef", count: 40_000)]) { $1 })])
         let zipRequests = Counter()
@@ -771,7 +791,8 @@ func withInstaller<Result: Sendable>(
         #expect(CacheSnapshot(cache).leftovers.isEmpty)
     }
 
-    @Test func cancellingTheCallerCancelsItsInstallAndLeavesTheCacheAsItWas() async throws {
+    @Test(arguments: Transport.allCases)
+    func cancellingTheCallerCancelsItsInstallAndLeavesTheCacheAsItWas(transport: Transport) async throws {
         var platform = try SignedPlatform()
         let zipPath = platform.zipPath
         let zipRequested = NIOLockedValueBox(false)
@@ -783,7 +804,7 @@ func withInstaller<Result: Sendable>(
             return StubResponse(headers: [("Content-Length", "\(zip.count)")], body: zip, action: .partialThenStall(zip.count / 2))
         }) { server in
             let before = CacheSnapshot(cache)
-            try await withInstaller(makeConfiguration(server, cache: cache)) { installer in
+            try await withInstaller(makeConfiguration(server, cache: cache), connections: transport.connections) { installer in
                 let install = Task { try await installer.download(appId: "app-hello") }
                 while !zipRequested.withLockedValue({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
                 try await Task.sleep(for: .milliseconds(50))
