@@ -336,8 +336,8 @@ public final class BundleInstaller: Sendable {
     }
 
     /// ``reuseIntactCopyNow(appId:versionId:)`` of an installer for `configuration` (opening its remote
-    /// platform), without making one: its platform client, downloader and verifier cost a cache hit a
-    /// quarter of a millisecond. `nil` also whenever making that installer could fail (trusted keys are
+    /// platform), without making one: its platform client, downloader and verifier cost a cache hit about
+    /// 0.1 ms (uprobes, 41 runs). `nil` also whenever making that installer could fail (trusted keys are
     /// left to the one made then to read), and for a registry platform. `threadPool` is never used here.
     package static func reuseIntactCopyNow(
         configuration: MiniAppConfiguration, threadPool: NIOThreadPool, logger: Logger, appId: String, versionId: String

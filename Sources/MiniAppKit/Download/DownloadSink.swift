@@ -13,7 +13,7 @@ final class DownloadSink: @unchecked Sendable {
 
     let path: String
     /// The bytes handed over since the last restart: the offset the next chunk goes to. Only the
-    /// receiving task touches it.
+    /// receiving side touches it: the task, or the thread it waits for that reads a connection of its own.
     private(set) var received: Int64 = 0
 
     private enum Operation {
