@@ -358,42 +358,38 @@ func withInstaller<Result: Sendable>(
         }
     }
 
-    @Test(arguments: Transport.allCases)
-    func droppedDownloadResumesWithARangeRequest(transport: Transport) async throws {
-        let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles.merging(["big.bin": String(repeating: "0123456789abcdef", count: 40_000)]) { $1 })])
-        let zipRequests = Counter()
-        try await withTestServer({ request in
-            var response = platform.fixture.handle(request)
-            if request.path == platform.zipPath, zipRequests.next() == 1 { response.action = .truncate(response.body.count / 2) }
-            return response
-        }) { server in
-            let outcome = try await withInstaller(makeConfiguration(server, cache: cache), connections: transport.connections) { try await $0.download(appId: "app-hello") }
-            #expect(outcome.record.signature == .verified)
-            let requests = server.requests.filter { $0.path == platform.zipPath }
-            #expect(requests.count == 2)
-            let range = try #require(requests.last?.header("Range"))
-            #expect(range.hasPrefix("bytes=") && range != "bytes=0-")
-            #expect(requests.last?.header("If-Range") != nil)
-        }
+    /// How a zip's first answer breaks off halfway.
+    enum Cut: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        /// The connection closes.
+        case closed
+        /// Nothing more comes: the read timeout ends it.
+        case stalled
+
+        var testDescription: String { rawValue }
     }
 
-    @Test(arguments: Transport.allCases)
-    func aZipThatStallsMidwayTimesOutAndResumesWithARange(transport: Transport) async throws {
+    @Test(arguments: Transport.allCases, Cut.allCases)
+    func aDownloadCutMidwayResumesWithARangeRequest(transport: Transport, cut: Cut) async throws {
         let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles.merging(["big.bin": String(repeating: "0123456789abcdef", count: 40_000)]) { $1 })])
         let zipRequests = Counter()
         try await withTestServer({ request in
             var response = platform.fixture.handle(request)
-            if request.path == platform.zipPath, zipRequests.next() == 1 { response.action = .partialThenStall(response.body.count / 2) }
+            if request.path == platform.zipPath, zipRequests.next() == 1 {
+                let half = response.body.count / 2
+                response.action = cut == .closed ? .truncate(half) : .partialThenStall(half)
+            }
             return response
         }) { server in
             var configuration = makeConfiguration(server, cache: cache)
             configuration.network.readTimeout = .milliseconds(300)
             let outcome = try await withInstaller(configuration, connections: transport.connections) { try await $0.download(appId: "app-hello") }
+            #expect(outcome.record.signature == .verified)
             #expect(outcome.record.sha256 == SHA256Digest.hash(platform.fixture.blobs[platform.zipPath]!).hexString)
             let requests = server.requests.filter { $0.path == platform.zipPath }
             #expect(requests.count == 2)
             let range = try #require(requests.last?.header("Range"), "the half that came is kept")
             #expect(range.hasPrefix("bytes=") && range != "bytes=0-")
+            #expect(requests.last?.header("If-Range") != nil)
         }
     }
 

@@ -221,17 +221,13 @@ public struct BundleCache: Sendable {
             }
         }
         let inspector = BundleInspector(root: directory + "/bundle")
-        if record.needsBootCheck {
-            // Installed without a sync in an earlier boot: sizes and change times may be right over
-            // bytes that never reached the disk. Once found whole (read from the disk), it is marked so.
+        if record.needsBootCheck || thorough {
             guard listIsWhole() else { return listChanged }
             let report = inspector.thoroughCheck(BundleFileList(list).files)
-            if report.intact { markFoundWhole(record, holdingLock: holdingLock) }
+            // Installed without a sync in an earlier boot: sizes and change times may be right over
+            // bytes that never reached the disk. Once found whole (read from the disk), it is marked so.
+            if record.needsBootCheck && report.intact { markFoundWhole(record, holdingLock: holdingLock) }
             return report
-        }
-        if thorough {
-            guard listIsWhole() else { return listChanged }
-            return inspector.thoroughCheck(BundleFileList(list).files)
         }
         guard let (report, attested) = inspector.quickCheck(list, attested: attestations(in: directory), listIsWhole: listIsWhole) else {
             return listChanged

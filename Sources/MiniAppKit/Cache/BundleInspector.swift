@@ -141,41 +141,13 @@ struct BundleInspector {
                     // two threads share one, each call updates its reference count, which both cores write.
                     let own = part == 0 ? -1 : openat(rootDescriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                     defer { if own >= 0 { close(own) } }
-                    let descriptor = own >= 0 ? own : rootDescriptor
-                    var path = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-                    var info = stat()
-                    path.withUnsafeMutableBufferPointer { path in
-                        // The status of the entry at `range`, copied into `path` as a C string; `false`
-                        // when it has none (a path longer than the system takes has none).
-                        func status(_ range: Range<Int>) -> Bool {
-                            guard range.count < path.count else { return false }
-                            UnsafeMutableRawPointer(path.baseAddress!).copyMemory(from: text.base + range.lowerBound, byteCount: range.count)
-                            path[range.count] = 0
-                            return fstatat(descriptor, path.baseAddress!, &info, AT_SYMLINK_NOFOLLOW) == 0
-                        }
-                        while true {
-                            let start = next.value.add(entriesPerTake, ordering: .relaxed).oldValue
-                            guard start < count else { return }
-                            for index in start..<min(start + entriesPerTake, count) {
-                                if index < directories.count {
-                                    let directory = directories[index]
-                                    guard status(directory.path), (info.st_mode & S_IFMT) == S_IFDIR else {
-                                        output.buffer[index] = .missing
-                                        continue
-                                    }
-                                    if !directory.changedAt.matches(info.st_ctim) { output.buffer[index] = .touched }
-                                    continue
-                                }
-                                let file = files[index - directories.count]
-                                guard status(file.path), (info.st_mode & S_IFMT) == S_IFREG else {
-                                    output.buffer[index] = .missing
-                                    continue
-                                }
-                                if Int64(info.st_size) != file.size {
-                                    output.buffer[index] = .resized
-                                } else if !file.changedAt.matches(info.st_ctim) {
-                                    output.buffer[index] = .touched
-                                }
+                    withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX) + 1) { path in
+                        let calls = StatusCalls(descriptor: own >= 0 ? own : rootDescriptor, text: text.base, path: path)
+                        while let taken = next.take(entriesPerTake, below: count) {
+                            for index in taken {
+                                let isDirectory = index < directories.count
+                                let entry = isDirectory ? directories[index] : files[index - directories.count]
+                                output.buffer[index] = verdict(entry, isDirectory: isDirectory, status: calls.status(entry.path))
                             }
                         }
                     }
@@ -183,6 +155,30 @@ struct BundleInspector {
             }
         }
         return whole ? verdicts : nil
+    }
+
+    /// What an entry's status (`nil` when it has none) says about it.
+    private static func verdict(_ entry: FileListIndex.Entry, isDirectory: Bool, status: stat?) -> Verdict {
+        guard let status, (status.st_mode & S_IFMT) == (isDirectory ? S_IFDIR : S_IFREG) else { return .missing }
+        if !isDirectory && Int64(status.st_size) != entry.size { return .resized }
+        return entry.changedAt.matches(status.st_ctim) ? .same : .touched
+    }
+
+    /// Status calls on paths located in a file list's bytes, each copied into `path` as a C string.
+    private struct StatusCalls {
+        let descriptor: Int32
+        let text: UnsafePointer<UInt8>
+        let path: UnsafeMutableBufferPointer<CChar>
+
+        /// The status of the entry at `range` of the text, without following a link; `nil` when it has
+        /// none (a path longer than the system takes has none).
+        func status(_ range: Range<Int>) -> stat? {
+            guard range.count < path.count else { return nil }
+            UnsafeMutableRawPointer(path.baseAddress!).copyMemory(from: text + range.lowerBound, byteCount: range.count)
+            path[range.count] = 0
+            var info = stat()
+            return fstatat(descriptor, path.baseAddress!, &info, AT_SYMLINK_NOFOLLOW) == 0 ? info : nil
+        }
     }
 
     /// The folders at `paths` (relative, `.` for the bundle folder) with their change time now, or `nil`
@@ -333,7 +329,13 @@ struct SendableBuffer<Element>: @unchecked Sendable {
 
 /// A count that threads take turns from.
 private final class SharedCount: Sendable {
-    let value = Atomic<Int>(0)
+    private let value = Atomic<Int>(0)
+
+    /// The next `count` numbers below `limit` (fewer at the end), or `nil` once all are taken.
+    func take(_ count: Int, below limit: Int) -> Range<Int>? {
+        let start = value.add(count, ordering: .relaxed).oldValue
+        return start < limit ? start..<min(start + count, limit) : nil
+    }
 }
 
 /// A buffer that outlives the threads reading it.
