@@ -1,3 +1,4 @@
+import Foundation
 import MiniAppTestSupport
 import NIOCore
 import Testing
@@ -6,7 +7,20 @@ import Testing
 @testable import MiniAppCore
 
 struct DownloadSinkTests {
-    @Test func writesAndHashesInOrderAcrossARestart() async throws {
+    /// Hands `chunks` to `sink` as a download does: awaiting each append, or (a connection of its own)
+    /// from a thread that blocks while the writer is behind.
+    func hand(_ chunks: [ByteBuffer], to sink: DownloadSink, blocking: Bool) async throws {
+        guard blocking else {
+            for chunk in chunks { try await sink.append(chunk) }
+            return
+        }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread.detachNewThread { continuation.resume(with: Result { for chunk in chunks { try sink.appendNow(chunk) } }) }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func writesAndHashesInOrderAcrossARestart(blocking: Bool) async throws {
         let path = try TemporaryDirectory.make().path + "/bundle.zip"
         let sink = try DownloadSink(path: path)
         let allocator = ByteBufferAllocator()
@@ -21,29 +35,29 @@ struct DownloadSinkTests {
             allocator.buffer(bytes: bytes(index))
         }
         // More than the writer may hold back, so that appending waits for it at least once.
-        for index in 0..<40 { try await sink.append(chunk(index)) }
+        try await hand((0..<40).map(chunk), to: sink, blocking: blocking)
         sink.restart()
         #expect(sink.received == 0)
         var expected: [UInt8] = []
-        for index in 100..<(100 + 3 * DownloadSink.maxPendingBytes / 65_536) {
-            expected.append(contentsOf: bytes(index))
-            try await sink.append(chunk(index))
-        }
+        let indexes = 100..<(100 + 3 * DownloadSink.maxPendingBytes / 65_536)
+        for index in indexes { expected.append(contentsOf: bytes(index)) }
+        try await hand(indexes.map(chunk), to: sink, blocking: blocking)
         let file = try await sink.finish()
         #expect(file.size == Int64(expected.count))
         #expect(file.sha256 == SHA256Digest.hash(expected))
         #expect(FileReading.contents(path) == expected)
     }
 
-    @Test func aFailedWriteIsReportedAsADiskError() async throws {
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func aFailedWriteIsReportedAsADiskError(blocking: Bool) async throws {
         let sink = try DownloadSink(path: "/dev/full")
         let chunk = ByteBufferAllocator().buffer(repeating: 7, count: 1 << 20)
         var failure: DownloadError?
         do {
-            for _ in 0..<64 { try await sink.append(chunk) }
+            try await hand(Array(repeating: chunk, count: 64), to: sink, blocking: blocking)
             _ = try await sink.finish()
         } catch {
-            failure = error
+            failure = error as? DownloadError
             await sink.close()
         }
         guard case .io(path: "/dev/full", reason: _, diskFull: true)? = failure else {

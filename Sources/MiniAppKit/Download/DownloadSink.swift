@@ -72,7 +72,9 @@ final class DownloadSink: @unchecked Sendable {
         if later != 0 { throw BundleDownloader.ioError(path, errorNumber: later) }
     }
 
-    /// ``append(_:)`` for a thread that may block (a thread pool's): waits on the writer, not a task.
+    /// ``append(_:)`` for a thread that may block: it waits on the writer while too much is unwritten.
+    /// Only for the thread a download on a connection of its own runs on (``BundleDownloader``), never
+    /// on Swift's pool.
     func appendNow(_ chunk: ByteBuffer) throws(DownloadError) {
         received += Int64(chunk.readableBytes)
         let error = condition.withLock {
