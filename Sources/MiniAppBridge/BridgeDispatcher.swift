@@ -10,8 +10,11 @@ public typealias BridgeAction = @Sendable (_ appId: String, _ param: JSONValue) 
 /// The bridge of one running mini-app: answers each message the app sends, according to the installed
 /// version's manifest and the permission store, and carries the host's events to the app.
 ///
-/// Every message gets exactly one answer, whatever its action. User data is handed out only when the
-/// manifest declares the custom permission and the store says `ALLOWED`; the user decides through
+/// Every message gets exactly one answer, whatever its action. A message is answered only under a live
+/// ``BridgeCapability`` of the app's, which the host grants each load of the app through the open launch
+/// gate (``grant()``) and takes back (``revoke(_:)``, ``revokeAll()``); the bridge ends every capability
+/// itself when it finds the gate closed. User data is handed out only when the manifest declares the
+/// custom permission and the store says `ALLOWED`; the user decides through
 /// ``BridgeHostServices/askUser(_:)``, and decisions are written to the store with their history.
 public final class BridgeDispatcher: Sendable {
     /// The running app.
@@ -26,6 +29,13 @@ public final class BridgeDispatcher: Sendable {
     private let logger: Logger
     private let subscribers = Mutex<[Int: AsyncStream<BridgeEvent>.Continuation]>([:])
     private let nextSubscriber = Atomic<Int>(0)
+    private let grants = BridgeGrants()
+    /// When the launch gate was last found open; `nil` when it must be read again before the next call.
+    private let gateOpenSince = Mutex<ContinuousClock.Instant?>(nil)
+    /// How long the gate found open is trusted before the store is read again: how late a decision made
+    /// outside this bridge (another process's `miniapp permissions deny`) ends the app's capabilities.
+    /// Decisions made through the bridge or the host (``gateMayHaveChanged()``) are seen at once.
+    static let gateRecheck = Duration.seconds(1)
 
     /// The bridge of app `appId` running the version whose manifest is `manifest`.
     ///
@@ -48,13 +58,69 @@ public final class BridgeDispatcher: Sendable {
         self.logger = logger
     }
 
+    // MARK: Capabilities
+
+    /// A new capability for one load of the app, granted only while the launch gate is open (every
+    /// permission the manifest requires is allowed); otherwise throws the SDK's authorization failure.
+    public func grant() async throws(BridgeFailure) -> BridgeCapability {
+        guard try await isGateOpen(readingNow: true) else {
+            throw BridgeFailure(type: "AuthorizationFailureError", message: "the launch gate is closed: a permission the mini-app requires is not allowed")
+        }
+        return grants.grant()
+    }
+
+    /// Ends `capability`: its calls in flight are cancelled (a prompt one raised leaves the host's page)
+    /// and every later message holding it is refused.
+    public func revoke(_ capability: BridgeCapability) {
+        grants.revoke(capability)
+    }
+
+    /// Ends every capability of the app: it closed, its gate closed, or its host stops.
+    public func revokeAll() {
+        grants.revokeAll()
+    }
+
+    /// Whether `capability` is one of the app's live capabilities.
+    public func isLive(_ capability: BridgeCapability) -> Bool {
+        grants.isLive(capability)
+    }
+
+    /// Reads the launch gate again (a host calls it after it stored a decision) and ends every capability
+    /// when the gate is closed; returns whether it is open.
+    @discardableResult
+    public func gateMayHaveChanged() async -> Bool {
+        gateOpenSince.withLock { $0 = nil }
+        return (try? await isGateOpen(readingNow: true)) ?? false
+    }
+
+    /// Whether the gate is open, read from the store when asked to or when the last reading is older than
+    /// ``gateRecheck``; a closed gate ends every capability.
+    private func isGateOpen(readingNow: Bool) async throws(BridgeFailure) -> Bool {
+        // A manifest that requires nothing has a gate that never closes.
+        if manifest.reqPermissions.isEmpty { return true }
+        let now = ContinuousClock.now
+        if !readingNow, let since = gateOpenSince.withLock({ $0 }), now - since < Self.gateRecheck { return true }
+        let decision: LaunchDecision
+        do {
+            decision = try await store.launchDecision(appId: appId, manifest: manifest)
+        } catch {
+            throw BridgeFailure(type: "PermissionStoreError", message: "the host cannot read the permission store: \(error)")
+        }
+        gateOpenSince.withLock { $0 = decision.allowed ? now : nil }
+        if !decision.allowed { grants.revokeAll() }
+        return decision.allowed
+    }
+
     // MARK: Messages
 
-    /// The answer to `message`.
-    public func reply(to message: BridgeMessage) async -> BridgeReply {
+    /// The answer to `message`, sent by the holder of `capability`. Without a live capability of this
+    /// app's, or once the launch gate is found closed, the answer is the SDK's `AuthorizationFailureError`
+    /// and nothing is read, asked or changed. A capability that ends while its call runs cancels the call
+    /// (a prompt leaves the host's page) and the call's answer is that refusal.
+    public func reply(to message: BridgeMessage, capability: BridgeCapability?) async -> BridgeReply {
         let outcome: BridgeOutcome
         do {
-            outcome = .success(try await answer(message.action, message.param))
+            outcome = .success(try await answer(message, capability: capability))
         } catch {
             logger.debug("bridge call refused", metadata: ["app-id": "\(appId)", "action": "\(message.action)", "error-type": "\(error.type)"])
             outcome = .failure(error)
@@ -62,10 +128,36 @@ public final class BridgeDispatcher: Sendable {
         return BridgeReply(id: message.id, outcome: outcome)
     }
 
-    /// The answer to the raw message `bytes`, decoded within `limits`; a message that cannot be read
-    /// throws, and its sender answers the error by the id it kept.
-    public func reply<Bytes: Collection<UInt8>>(toMessage bytes: Bytes, limits: BridgeLimits = BridgeLimits()) async throws(BridgeMessageError) -> BridgeReply {
-        await reply(to: try BridgeMessage(decoding: bytes, limits: limits))
+    /// The answer to the raw message `bytes`, decoded within `limits`, sent by the holder of
+    /// `capability`; a message that cannot be read throws, and its sender answers the error by the id it kept.
+    public func reply<Bytes: Collection<UInt8>>(
+        toMessage bytes: Bytes, capability: BridgeCapability?, limits: BridgeLimits = BridgeLimits()
+    ) async throws(BridgeMessageError) -> BridgeReply {
+        await reply(to: try BridgeMessage(decoding: bytes, limits: limits), capability: capability)
+    }
+
+    /// Runs the call as a task of its own, which ending the capability cancels.
+    private func answer(_ message: BridgeMessage, capability: BridgeCapability?) async throws(BridgeFailure) -> String? {
+        guard let capability, grants.isLive(capability) else { throw .noCapability }
+        guard try await isGateOpen(readingNow: false) else { throw .noCapability }
+        let call = Task { () async -> Result<String?, BridgeFailure> in
+            do throws(BridgeFailure) {
+                return .success(try await answer(message.action, message.param))
+            } catch {
+                return .failure(error)
+            }
+        }
+        guard let number = grants.begin(capability, cancel: { call.cancel() }) else {
+            call.cancel()
+            throw .noCapability
+        }
+        let result = await withTaskCancellationHandler { await call.value } onCancel: { call.cancel() }
+        grants.end(capability, call: number)
+        // An answer computed for a capability that ended meanwhile goes to no one.
+        guard grants.isLive(capability) else { throw .noCapability }
+        // A closed app's pages, and whatever it opened, speak for it no more.
+        if message.action == "closeMiniApp", case .success = result { grants.revokeAll() }
+        return try result.get()
     }
 
     /// Every action the bridge answers itself, before custom ones.
@@ -225,6 +317,8 @@ public final class BridgeDispatcher: Sendable {
         }
         if !prompt.isEmpty {
             let decisions = try await services.askUser(PermissionPrompt(appId: appId, items: prompt))
+            // The capability that asked ended while the prompt waited: nothing the page sent is kept.
+            guard !Task.isCancelled else { throw .noCapability }
             let decided = prompt.compactMap { item -> (String, PermissionStatus)? in
                 guard let status = decisions[item.name], status == .allowed || status == .denied else { return nil }
                 return (item.name, status)
@@ -235,6 +329,8 @@ public final class BridgeDispatcher: Sendable {
                 } catch {
                     throw BridgeFailure(type: "PermissionStoreError", message: "the host cannot record the decisions: \(error)")
                 }
+                // A required permission denied closes the gate: the next call finds it so.
+                gateOpenSince.withLock { $0 = nil }
             }
             for item in prompt { statuses[item.name] = decisions[item.name].flatMap { $0 == .allowed ? .allowed : .denied } ?? .denied }
         }

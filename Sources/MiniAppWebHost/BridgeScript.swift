@@ -4,10 +4,17 @@ import MiniAppBridge
 /// `window.MiniAppBridge` as the SDK expects (each method is the SDK's `exec(action, param, onSuccess,
 /// onError)` with the same parameters and answer parsing), sends each call to the app's own origin, and
 /// turns the host's events into DOM `CustomEvent`s.
+///
+/// Calls go out only with the capability the host page hands the document in the app's frame: the
+/// script greets the host page (`{miniappBridge: "hello", nonce}`, posted to the frame's parent, which
+/// must be the top-level host page) and waits for `{miniappBridge: "grant", nonce, capability}` from
+/// it; calls made meanwhile wait. A page that is not that frame's document (a popup, a new tab, a page
+/// nested in the app) gets no capability, and its calls fail with `AuthorizationFailureError`.
 enum BridgeScript {
-    /// The script, reporting `platform`.
-    static func source(platform: String) -> String {
-        "(function(){var PLATFORM=" + JSONText.encode(.string(platform)) + ";\n" + body + "})();\n"
+    /// The script, reporting `platform`, for a host page on `port`.
+    static func source(platform: String, port: Int) -> String {
+        let hosts = JSONText.encode(.array(["http://localhost:\(port)", "http://127.0.0.1:\(port)"].map { .string($0) }))
+        return "(function(){var PLATFORM=" + JSONText.encode(.string(platform)) + ", HOSTS=" + hosts + ";\n" + body + "})();\n"
     }
 
     private static let body = #"""
@@ -15,6 +22,7 @@ enum BridgeScript {
 if (window.MiniAppBridge) { return; }
 var ENDPOINT = '/__miniapp/bridge', EVENTS = '/__miniapp/events';
 var counter = 0, pending = {};
+var capability = null, refusal = null, waiting = [];
 function errorText(type, message) { return JSON.stringify({ type: type, message: message }); }
 function parseError(text) {
   var input;
@@ -36,7 +44,12 @@ function exec(action, param, onSuccess, onError) {
   var body;
   try { body = JSON.stringify({ id: id, action: action, param: param === undefined ? null : param }); }
   catch (e) { bridge.execErrorCallback(id, errorText('MalformedMessageError', 'the parameters cannot be sent: ' + e)); return; }
-  fetch(ENDPOINT, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: body, cache: 'no-store', credentials: 'same-origin' })
+  if (refusal !== null) { bridge.execErrorCallback(id, errorText('AuthorizationFailureError', refusal)); }
+  else if (capability === null) { waiting.push([id, body]); }
+  else { send(id, body); }
+}
+function send(id, body) {
+  fetch(ENDPOINT, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Miniapp-Capability': capability }, body: body, cache: 'no-store', credentials: 'same-origin' })
     .then(function (response) { return response.text().then(function (text) { return { status: response.status, text: text }; }); })
     .then(function (result) {
       var reply = null;
@@ -200,6 +213,30 @@ var bridge = {
 Object.defineProperty(window, 'MiniAppBridge', { value: bridge, writable: false, configurable: false, enumerable: true });
 window.addEventListener('miniappsecurestorageready', function () { bridge.isSecureStorageReady = true; });
 window.addEventListener('miniappsecurestorageloaderror', function (event) { bridge.secureStorageLoadError = parseError(event.detail && event.detail.message); });
+function granted(value) {
+  capability = value;
+  var calls = waiting; waiting = [];
+  calls.forEach(function (call) { send(call[0], call[1]); });
+  poll();
+}
+function refused(reason) {
+  refusal = reason;
+  var calls = waiting; waiting = [];
+  calls.forEach(function (call) { bridge.execErrorCallback(call[0], errorText('AuthorizationFailureError', reason)); });
+}
+if (window.parent !== window && window.parent === window.top) {
+  var nonce = Array.prototype.map.call(window.crypto.getRandomValues(new Uint8Array(16)), function (b) { return (b + 256).toString(16).substring(1); }).join('');
+  window.addEventListener('message', function (event) {
+    var data = event.data;
+    if (event.source !== window.parent || HOSTS.indexOf(event.origin) < 0 || !data || data.miniappBridge !== 'grant' || data.nonce !== nonce) { return; }
+    if (capability !== null || refusal !== null) { return; }
+    if (typeof data.capability === 'string') { granted(data.capability); } else { refused(String(data.error || 'the host refused the bridge')); }
+  });
+  HOSTS.forEach(function (origin) { window.parent.postMessage({ miniappBridge: 'hello', nonce: nonce }, origin); });
+  setTimeout(function () { if (capability === null && refusal === null) { refused('the host page did not grant this page the bridge'); } }, 15000);
+} else {
+  refused('only the page the host opened in the mini-app\'s frame may use the bridge');
+}
 exec('getSecureStorageSize', null, function () {
   bridge.execCustomEventsCallback('miniappsecurestorageready', '');
 }, function (error) {
@@ -207,14 +244,19 @@ exec('getSecureStorageSize', null, function () {
 });
 var after = 0;
 function poll() {
-  fetch(EVENTS + '?after=' + after, { cache: 'no-store', credentials: 'same-origin' })
-    .then(function (response) { if (!response.ok) { throw new Error('HTTP ' + response.status); } return response.json(); })
+  fetch(EVENTS + '?after=' + after, { cache: 'no-store', credentials: 'same-origin', headers: { 'X-Miniapp-Capability': capability } })
+    .then(function (response) {
+      if (response.status === 403) { return null; }
+      if (!response.ok) { throw new Error('HTTP ' + response.status); }
+      return response.json();
+    })
     .then(function (batch) {
+      // An ended capability gets no more events: the page stops asking.
+      if (batch === null) { return; }
       after = batch.next;
       (batch.events || []).forEach(function (event) { bridge.execCustomEventsCallback(String(event.name), String(event.message)); });
       setTimeout(poll, 0);
     }, function () { setTimeout(poll, 1000); });
 }
-poll();
 """#
 }

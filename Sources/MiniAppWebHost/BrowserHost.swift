@@ -86,6 +86,7 @@ public final class BrowserHost: Sendable {
         let app = RunningApp(appId: record.id, label: Self.label(of: record.id), record: record, manifest: manifest, dispatcher: dispatcher, events: events, forwarder: forwarder)
         let replaced = apps.withLock { $0.updateValue(app, forKey: app.label) }
         replaced?.forwarder.cancel()
+        replaced?.dispatcher.revokeAll()
         return dispatcher
     }
 
@@ -137,7 +138,11 @@ public final class BrowserHost: Sendable {
     public func run(onListening: @escaping @Sendable (URL) async -> Void = { _ in }) async throws {
         let responder = BrowserHostResponder(host: self, files: FileIO())
         let bound = boundPort
-        defer { apps.withLock { $0.values.forEach { $0.forwarder.cancel() } } }
+        defer {
+            apps.withLock { $0.values.forEach { $0.forwarder.cancel() } }
+            // Pages left open in a browser hold capabilities of a host that is gone.
+            openApps.forEach { $0.dispatcher.revokeAll() }
+        }
         let application = Application(
             responder: responder,
             server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: .seconds(60))),

@@ -16,6 +16,8 @@ struct BrowserHostResponder: HTTPResponder {
     var board: HostBoard { host.board }
 
     static let sessionHeader = HTTPField.Name("X-Miniapp-Session")!
+    /// The header in which the app's document sends the capability its host page handed it.
+    static let capabilityHeader = HTTPField.Name("X-Miniapp-Capability")!
 
     func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
         var response: Response
@@ -128,8 +130,32 @@ struct BrowserHostResponder: HTTPResponder {
             let declared = Set((app.manifest.reqPermissions + app.manifest.optPermissions).map { PermissionName.full($0.name) })
             let chosen = decisions.filter { declared.contains(PermissionName.full($0.key)) }
             guard chosen.count == decisions.count else { return Self.json(.badRequest, ["error": .string("the manifest does not declare every permission named")]) }
-            if !chosen.isEmpty { try await host.store.set(appId: app.appId, chosen) }
+            if !chosen.isEmpty {
+                try await host.store.set(appId: app.appId, chosen)
+                // A required permission revoked or denied closes the gate: the app's pages lose the bridge.
+                await app.dispatcher.gateMayHaveChanged()
+            }
             return try await state(of: app)
+        case (.post, 3) where parts[0] == "apps" && parts[2] == "grants":
+            // The host page grants the document that greeted it from the app's frame, giving back the
+            // capability of the document that was there before.
+            guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
+            var request = request
+            let body = try await request.collectBody(upTo: 4096)
+            if case .object(let fields)? = JSONReader.value(body.readableBytesView, maxDepth: 2), case .string(let token)? = fields["replaces"],
+               let replaced = BridgeCapability(token: token) {
+                app.dispatcher.revoke(replaced)
+            }
+            do {
+                let capability = try await app.dispatcher.grant()
+                return Self.json(.ok, ["capability": .string(capability.token)])
+            } catch {
+                return Self.json(.forbidden, ["error": .string(error.message)])
+            }
+        case (.delete, 4) where parts[0] == "apps" && parts[2] == "grants":
+            guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
+            if let capability = BridgeCapability(token: parts[3]) { app.dispatcher.revoke(capability) }
+            return Self.json(.ok, ["revoked": .bool(true)])
         default:
             return Self.json(.notFound, ["error": .string("no such host endpoint")])
         }
@@ -171,15 +197,23 @@ struct BrowserHostResponder: HTTPResponder {
         if path.hasPrefix("/api/") {
             return Self.json(.forbidden, ["error": .string("host endpoints are not reachable from a mini-app's origin")])
         }
+        // Every fetch of a service worker's script says so (`Service-Worker: script`): refusing it makes
+        // every registration fail, so that no worker can ever answer for the installed files.
+        if request.headers[Self.serviceWorkerHeader] != nil {
+            return Self.text(.forbidden, "a mini-app cannot register a service worker: its files come from the installed version only")
+        }
         switch path {
         case "/__miniapp/bridge":
             guard request.method == .post else { return Self.text(.methodNotAllowed, "send bridge messages with POST") }
             return try await bridge(request, app: app, origin: origin)
         case "/__miniapp/bridge.js":
-            var response = Self.body(BridgeScript.source(platform: host.environment.platform), type: "text/javascript; charset=utf-8")
+            var response = Self.body(BridgeScript.source(platform: host.environment.platform, port: port), type: "text/javascript; charset=utf-8")
             response.headers[.cacheControl] = "no-store"
             return response
         case "/__miniapp/events":
+            guard let capability = Self.capability(request), app.dispatcher.isLive(capability) else {
+                return Self.json(.forbidden, ["error": .string(BridgeFailure(type: "AuthorizationFailureError", message: "events go to the page the host opened in the mini-app's frame only").text)])
+            }
             let after = Int(request.uri.queryParameters["after"].map(String.init) ?? "0") ?? 0
             let (next, events) = await app.events.events(after: max(0, after), wait: .seconds(20))
             return Self.json(.ok, ["next": .number(Double(next)), "events": .array(events.map { .object(["name": .string($0.name), "message": .string($0.message)]) })])
@@ -207,7 +241,7 @@ struct BrowserHostResponder: HTTPResponder {
             return Self.json(.contentTooLarge, ["error": .string(failure.text)])
         }
         do {
-            let reply = try await app.dispatcher.reply(toMessage: body.readableBytesView, limits: host.limits)
+            let reply = try await app.dispatcher.reply(toMessage: body.readableBytesView, capability: Self.capability(request), limits: host.limits)
             return Self.body(reply.json, type: "application/json", cache: false)
         } catch {
             return Self.json(.badRequest, ["error": .string(error.failure.text)])
@@ -235,6 +269,13 @@ struct BrowserHostResponder: HTTPResponder {
         response.headers[.cacheControl] = "no-store"
         response.headers[.contentSecurityPolicy] = "frame-ancestors http://localhost:\(port) http://127.0.0.1:\(port)"
         return response
+    }
+
+    static let serviceWorkerHeader = HTTPField.Name("Service-Worker")!
+
+    /// The capability a request of the app's document holds, if any.
+    static func capability(_ request: Request) -> BridgeCapability? {
+        request.headers[capabilityHeader].flatMap(BridgeCapability.init(token:))
     }
 
     /// What a path below a version folder names.

@@ -49,6 +49,9 @@ enum HostPage {
 (function () {
   'use strict';
   var session, appId, appOrigin, prompts = [], shown = null, after = 0;
+  // The capability held by the document in the app's frame, the greetings seen, and the greetings seen
+  // at the frame's last load (a load without a greeting is a document without the bridge).
+  var grant = null, hellos = 0, hellosAtLoad = 0;
   function api(method, path, body) {
     return fetch('/api/' + path, {
       method: method, cache: 'no-store',
@@ -71,15 +74,46 @@ enum HostPage {
   function status(text) { $('status').textContent = text; }
   function clear(element) { while (element.firstChild) { element.removeChild(element.firstChild); } }
   function decide(decisions) { return api('POST', 'apps/' + encodeURIComponent(appId) + '/permissions', { decisions: decisions }); }
+  function grantsPath() { return 'apps/' + encodeURIComponent(appId) + '/grants'; }
+  function endGrant() {
+    if (grant === null) { return; }
+    var ended = grant; grant = null;
+    api('DELETE', grantsPath() + '/' + ended).catch(function () {});
+  }
+  // The document in the app's frame greets this page: it gets a capability of its own, and the one
+  // of the document before it ends. Greetings from anything else (a popup, a nested page) are ignored.
+  function greeted(event) {
+    var frame = $('miniapp-frame'), data = event.data;
+    if (!frame || event.source !== frame.contentWindow || event.origin !== appOrigin) { return; }
+    if (!data || data.miniappBridge !== 'hello' || typeof data.nonce !== 'string') { return; }
+    var number = ++hellos, replaced = grant, target = event.source;
+    grant = null;
+    api('POST', grantsPath(), { replaces: replaced }).then(function (answer) {
+      if (number !== hellos || $('miniapp-frame') !== frame) { api('DELETE', grantsPath() + '/' + answer.capability).catch(function () {}); return; }
+      grant = answer.capability;
+      target.postMessage({ miniappBridge: 'grant', nonce: data.nonce, capability: answer.capability }, appOrigin);
+    }, function (error) {
+      if (number === hellos) { target.postMessage({ miniappBridge: 'grant', nonce: data.nonce, error: error.message }, appOrigin); }
+    });
+  }
   function startFrame() {
     if ($('miniapp-frame')) { return; }
     var frame = node('iframe', null, {
       id: 'miniapp-frame', src: appOrigin + '/', title: appId,
       sandbox: 'allow-scripts allow-same-origin allow-forms allow-popups allow-modals allow-downloads'
     });
+    hellosAtLoad = hellos;
+    frame.addEventListener('load', function () {
+      if (hellos === hellosAtLoad) { endGrant(); }
+      hellosAtLoad = hellos;
+    });
     $('main').insertBefore(frame, $('main').firstChild);
   }
-  function stopFrame() { var frame = $('miniapp-frame'); if (frame) { frame.parentNode.removeChild(frame); } }
+  function stopFrame() {
+    var frame = $('miniapp-frame');
+    if (frame) { frame.parentNode.removeChild(frame); }
+    endGrant();
+  }
   function render(state) {
     var list = $('permissions');
     clear(list);
@@ -176,6 +210,13 @@ enum HostPage {
       setTimeout(poll, 0);
     }, function () { setTimeout(poll, 1000); });
   }
+  window.addEventListener('message', greeted);
+  window.addEventListener('pagehide', function () {
+    if (grant !== null) {
+      fetch('/api/' + grantsPath() + '/' + grant, { method: 'DELETE', keepalive: true, headers: { 'X-Miniapp-Session': session } }).catch(function () {});
+      grant = null;
+    }
+  });
   document.addEventListener('DOMContentLoaded', function () {
     session = document.querySelector('meta[name="miniapp-session"]').getAttribute('content');
     appId = document.body.getAttribute('data-app');

@@ -12,8 +12,8 @@ import Testing
     let cache = try! TemporaryDirectory.make().path
 
     let manifest = BundleManifest(
-        reqPermissions: [PermissionDeclaration(name: KnownPermission.userName.rawValue, reason: "greet")],
         optPermissions: [
+            PermissionDeclaration(name: KnownPermission.userName.rawValue, reason: "greet"),
             PermissionDeclaration(name: KnownPermission.contactList.rawValue, reason: "friends"),
             PermissionDeclaration(name: KnownPermission.accessToken.rawValue),
             PermissionDeclaration(name: KnownPermission.points.rawValue),
@@ -39,14 +39,7 @@ import Testing
     }
 
     func dispatcher(_ backend: StoreBackend, appId: String = "app", host: Host = Host(answer: .allowed), limit: Int = 1 << 20) async throws -> (BridgeDispatcher, PermissionStore) {
-        let location: PermissionStoreLocation
-        switch backend {
-        case .sqlite: location = .cache(cache)
-        case .postgres:
-            let cluster = try await PostgresCluster.shared()
-            location = try PermissionStoreLocation.parse(cluster.socketURL(try await cluster.createDatabase()))
-        }
-        let store = try await PermissionStore.open(location, timeouts: PermissionStoreTimeouts(connect: .seconds(60), statement: .seconds(60)))
+        let store = try await backend.openStore(cacheDirectory: cache)
         let dispatcher = BridgeDispatcher(
             appId: appId, manifest: manifest, store: store, services: host, environment: BridgeEnvironment(hostLocale: "ja-JP", secureStorageLimit: limit),
             identity: BridgeIdentity(secret: Array(repeating: 7, count: 32))
@@ -54,8 +47,14 @@ import Testing
         return (dispatcher, store)
     }
 
+    /// The answer to one call, made under a capability granted for it.
     func call(_ dispatcher: BridgeDispatcher, _ action: String, _ param: JSONValue = .null) async -> BridgeOutcome {
-        await dispatcher.reply(to: BridgeMessage(id: "1", action: action, param: param)).outcome
+        do {
+            let capability = try await dispatcher.grant()
+            return await dispatcher.reply(to: BridgeMessage(id: "1", action: action, param: param), capability: capability).outcome
+        } catch {
+            return .failure(error)
+        }
     }
 
     func failureType(_ outcome: BridgeOutcome) -> String? {
@@ -134,7 +133,7 @@ import Testing
         let (dispatcher, _) = try await dispatcher(.sqlite)
         for action in BridgeDispatcher.builtInActions.sorted() + ["noSuchAction", "showAd"] {
             for param: JSONValue in [.null, .object([:]), .array([.number(1)]), .string("x")] {
-                let reply = await dispatcher.reply(to: BridgeMessage(id: "m-\(action)", action: action, param: param))
+                let reply = await dispatcher.reply(to: BridgeMessage(id: "m-\(action)", action: action, param: param), capability: try await dispatcher.grant())
                 #expect(reply.id == "m-\(action)")
             }
         }
