@@ -433,6 +433,7 @@ public final class BridgeDispatcher: Sendable {
             switch error {
             case .full: throw BridgeFailure(type: "SecureStorageFullError", message: error.description)
             case .invalidItem: throw BridgeFailure(type: "SecureStorageIOError", message: error.description)
+            case .busy: throw BridgeFailure(type: "SecureStorageBusyError", message: error.description)
             }
         } catch let error as PermissionStoreError {
             let type = switch error.category {

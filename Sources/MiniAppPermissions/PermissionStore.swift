@@ -63,19 +63,26 @@ public final class PermissionStore: Sendable {
     /// Where the store is.
     public let location: PermissionStoreLocation
     let backend: any PermissionBackend
+    /// Each app's rate and turns for its secure storage.
+    let storageGate: SecureStorageGate
 
     /// The store as messages name it: the SQLite file's path, or the PostgreSQL URL without its password.
     public var path: String { backend.name }
 
-    private init(location: PermissionStoreLocation, backend: any PermissionBackend) {
+    /// How fast, and how many calls at once, each app may use its secure storage through this store.
+    public var storageRate: SecureStorageRate { storageGate.rate }
+
+    private init(location: PermissionStoreLocation, backend: any PermissionBackend, storageRate: SecureStorageRate) {
         self.location = location
         self.backend = backend
+        self.storageGate = SecureStorageGate(rate: storageRate)
     }
 
     /// Opens the SQLite store in `cacheDirectory` (`permissions.sqlite`), creating and migrating it when
-    /// needed; the open may wait up to `lockTimeout` for other processes.
-    public static func open(cacheDirectory: String, lockTimeout: Duration = .seconds(10)) async throws(PermissionStoreError) -> PermissionStore {
-        try await open(.cache(cacheDirectory), lockTimeout: lockTimeout)
+    /// needed; the open may wait up to `lockTimeout` for other processes. Each app may use its secure
+    /// storage at `storageRate`.
+    public static func open(cacheDirectory: String, lockTimeout: Duration = .seconds(10), storageRate: SecureStorageRate = SecureStorageRate()) async throws(PermissionStoreError) -> PermissionStore {
+        try await open(.cache(cacheDirectory), lockTimeout: lockTimeout, storageRate: storageRate)
     }
 
     /// Opens the store at `location`, creating or migrating its tables when they are behind (safe when
@@ -84,16 +91,19 @@ public final class PermissionStore: Sendable {
     /// - Parameters:
     ///   - lockTimeout: how long SQLite waits for another process's lock.
     ///   - timeouts: how long PostgreSQL may take to connect and to answer each statement.
+    ///   - storageRate: how fast, and how many calls at once, each app may use its secure storage
+    ///     through this store (past it, ``SecureStorageError/busy(appId:reason:)``).
     ///   - logger: where a PostgreSQL store logs its connections (never with a password).
     public static func open(
         _ location: PermissionStoreLocation, lockTimeout: Duration = .seconds(10), timeouts: PermissionStoreTimeouts = PermissionStoreTimeouts(),
+        storageRate: SecureStorageRate = SecureStorageRate(),
         logger: Logger = Logger(label: "miniapp.permissions", factory: { _ in SwiftLogNoOpLogHandler() })
     ) async throws(PermissionStoreError) -> PermissionStore {
         switch location {
         case .sqlite(let path):
-            return PermissionStore(location: location, backend: try await SQLitePermissionBackend.open(path: path, lockTimeout: lockTimeout))
+            return PermissionStore(location: location, backend: try await SQLitePermissionBackend.open(path: path, lockTimeout: lockTimeout), storageRate: storageRate)
         case .postgres(let settings):
-            return PermissionStore(location: location, backend: try await PostgresPermissionBackend.open(settings, timeouts: timeouts, logger: logger))
+            return PermissionStore(location: location, backend: try await PostgresPermissionBackend.open(settings, timeouts: timeouts, logger: logger), storageRate: storageRate)
         }
     }
 

@@ -38,6 +38,7 @@ import MiniAppRegistry
         RegistryError.invalidVersionTag("a b"),
         SecureStorageError.full(appId: "a", used: 10, needed: 20, limit: 15),
         SecureStorageError.invalidItem(appId: "a", reason: "the key is empty"),
+        SecureStorageError.busy(appId: "a", reason: "it made more than 100 writes a second (bursts of 200), the most the host allows an app"),
     ]
 
     @Test(arguments: 0..<errors.count)

@@ -224,6 +224,14 @@ import Testing
         await store.close()
     }
 
+    /// The tables the SQLite store's first migration (v1) made, as GRDB made them, and GRDB's own.
+    static let sqliteVersion1Tables = """
+        CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+        CREATE TABLE "permission" ("appId" TEXT NOT NULL, "name" TEXT NOT NULL, "status" TEXT NOT NULL, "decidedAt" DOUBLE NOT NULL, PRIMARY KEY ("appId", "name"));
+        CREATE TABLE "permissionHistory" ("id" INTEGER PRIMARY KEY AUTOINCREMENT, "appId" TEXT NOT NULL, "name" TEXT NOT NULL, "fromStatus" TEXT, "toStatus" TEXT, "changedAt" DOUBLE NOT NULL);
+        CREATE INDEX "permissionHistory_on_appId" ON "permissionHistory"("appId");
+        """
+
     @Test func aSQLiteStoreOfTheFirstVersionIsMigratedAndKeepsItsDecisions() async throws {
         let path = stores.cache + "/permissions.sqlite"
         // What the store's first migration (v1) made, in WAL mode, with one decision and its history.
@@ -232,10 +240,7 @@ import Testing
             c = sqlite3.connect(sys.argv[1])
             c.execute('PRAGMA journal_mode=WAL')
             c.executescript('''
-            CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
-            CREATE TABLE "permission" ("appId" TEXT NOT NULL, "name" TEXT NOT NULL, "status" TEXT NOT NULL, "decidedAt" DOUBLE NOT NULL, PRIMARY KEY ("appId", "name"));
-            CREATE TABLE "permissionHistory" ("id" INTEGER PRIMARY KEY AUTOINCREMENT, "appId" TEXT NOT NULL, "name" TEXT NOT NULL, "fromStatus" TEXT, "toStatus" TEXT, "changedAt" DOUBLE NOT NULL);
-            CREATE INDEX "permissionHistory_on_appId" ON "permissionHistory"("appId");
+            \(Self.sqliteVersion1Tables)
             INSERT INTO grdb_migrations VALUES ('v1');
             INSERT INTO permission VALUES ('app', 'rakuten.miniapp.user.USER_NAME', 'ALLOWED', 1795341404.237);
             INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES ('app', 'rakuten.miniapp.user.USER_NAME', NULL, 'ALLOWED', 1795341404.237);
@@ -254,7 +259,7 @@ import Testing
         #expect(try await reopened.history(appId: "app").map(\.to) == [.allowed, .denied])
     }
 
-    /// A PostgreSQL database from before secure storage (schema version 4), with one decision: at
+    /// A PostgreSQL database from before secure storage (schema versions 4 and 5), with one decision: at
     /// version 3, or at version 2 (before the history-order functions of version 3 too).
     @Test(arguments: [false, true])
     func aPostgresStoreOfSchemaVersion2IsMigratedWhetherOrNotVersion3IsThere(withVersion3: Bool) async throws {
@@ -264,8 +269,14 @@ import Testing
         let first = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
         try await first.set(appId: "app", ["USER_NAME": .allowed])
         await first.close()
-        // Back to version 3 (or 2): what version 4 adds, removed.
-        try await cluster.psql("DROP FUNCTION miniapp_storage_set; DROP TABLE miniapp_storage; DELETE FROM miniapp_schema WHERE version = 4", database: database)
+        // Back to version 3 (or 2): what versions 4 and 5 add, removed.
+        try await cluster.psql(
+            """
+            DROP FUNCTION miniapp_storage_set; DROP FUNCTION miniapp_storage_remove; DROP FUNCTION miniapp_storage_clear;
+            DROP TABLE miniapp_storage_usage; DROP TABLE miniapp_storage; DELETE FROM miniapp_schema WHERE version IN (4, 5)
+            """,
+            database: database
+        )
         if !withVersion3 {
             try await cluster.psql("DELETE FROM miniapp_schema WHERE version = 3", database: database)
         }
@@ -279,7 +290,7 @@ import Testing
         #expect(try await store.history(appId: "app").map(\.to) == [.allowed, .denied])
         await store.close()
         let versions = try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database)
-        #expect(versions.trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4")
+        #expect(versions.trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4,5")
         let reopened = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
         #expect(try await reopened.storageItem(appId: "app", key: "k") == "v")
         await reopened.close()

@@ -9,14 +9,15 @@ import Synchronization
 
 /// The permission store in PostgreSQL, shared by a fleet of hosts.
 ///
-/// Tables `miniapp_schema`, `miniapp_permission`, `miniapp_permission_history` and `miniapp_storage`
-/// and functions `miniapp_apply`, `miniapp_reset` and `miniapp_storage_set` (in the URL's
-/// `search_path`, else the server's default schema), created or migrated only when behind, under an
-/// advisory lock so that instances starting at once migrate once. Every change of decisions, and every
-/// write of secure-storage items, is one statement (one transaction, one round trip) calling a function
-/// that first takes a per-app advisory lock, so that the history written is the current state's history
-/// whatever other machines do at once, and writers at once never pass an app's storage limit together;
-/// removing items is one `DELETE`. Connections are kept (a few idle) and every wait is bounded: the
+/// Tables `miniapp_schema`, `miniapp_permission`, `miniapp_permission_history`, `miniapp_storage` and
+/// `miniapp_storage_usage` and functions `miniapp_apply`, `miniapp_reset`, `miniapp_storage_set`,
+/// `miniapp_storage_remove` and `miniapp_storage_clear` (in the URL's `search_path`, else the server's
+/// default schema), created or migrated only when behind, under an advisory lock so that instances
+/// starting at once migrate once. Every change of decisions, and every write of secure-storage items, is
+/// one statement (one transaction, one round trip) calling a function that first takes a per-app
+/// advisory lock, so that the history written is the current state's history whatever other machines do
+/// at once, writers at once never pass an app's storage limit together, and each app's bytes kept are
+/// those of its items. Connections are kept (a few idle) and every wait is bounded: the
 /// connect timeout for connecting and logging in, the statement timeout for each operation, on the
 /// client's clock (a server that stopped answering) and on the server's (`statement_timeout`,
 /// `lock_timeout`).
@@ -30,7 +31,7 @@ final class PostgresPermissionBackend: PermissionBackend {
     private let lastConnectionID = Mutex(0)
 
     /// The schema versions this code writes.
-    static let schemaVersions: Set<Int> = [1, 2, 3, 4]
+    static let schemaVersions: Set<Int> = [1, 2, 3, 4, 5]
     /// The most connections kept open between operations.
     static let maxIdle = 4
     /// Advisory lock keys: the migration's, and the class of the per-app locks.
@@ -240,6 +241,12 @@ final class PostgresPermissionBackend: PermissionBackend {
                         _ = try await connection.query(statement, logger: logger).collect()
                     }
                     _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (4)", logger: logger).collect()
+                }
+                if !applied.contains(5) {
+                    for statement in Self.storageUsageSchema {
+                        _ = try await connection.query(statement, logger: logger).collect()
+                    }
+                    _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (5)", logger: logger).collect()
                 }
             }
         }

@@ -6,10 +6,10 @@ import Synchronization
 /// The permission store in SQLite (by default `permissions.sqlite` in the cache directory).
 ///
 /// WAL mode and a busy timeout let several processes read and write at once; every change runs in one
-/// transaction and leaves a history row (the apps' secure-storage items, in table `storageItem`, have
-/// none). The file is created with mode 0600. A damaged file is reported, never reset. Reads and writes
-/// are async and run on SQLite's own queues, never on the caller's thread; every wait for another
-/// process is bounded by the lock timeout given at open.
+/// transaction and leaves a history row (the apps' secure-storage items, in table `storageItem` with
+/// each app's bytes in `storageUsage`, have none). The file is created with mode 0600. A damaged file
+/// is reported, never reset. Reads and writes are async and run on SQLite's own queues, never on the
+/// caller's thread; every wait for another process is bounded by the lock timeout given at open.
 final class SQLitePermissionBackend: PermissionBackend {
     /// The database file.
     let path: String
@@ -164,6 +164,15 @@ final class SQLitePermissionBackend: PermissionBackend {
                 table.column("value", .blob).notNull()
                 table.primaryKey(["appId", "key"])
             }
+        }
+        // Each app's secure-storage bytes, read by primary key so that a write costs the same whatever
+        // the app holds; filled from the items already stored.
+        migrator.registerMigration("v3") { db in
+            try db.create(table: "storageUsage", options: [.withoutRowID]) { table in
+                table.column("appId", .text).notNull().primaryKey()
+                table.column("used", .integer).notNull()
+            }
+            try db.execute(sql: "INSERT INTO storageUsage (appId, used) SELECT appId, sum(\(itemBytes)) FROM storageItem GROUP BY appId")
         }
         return migrator
     }

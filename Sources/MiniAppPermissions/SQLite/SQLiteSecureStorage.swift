@@ -3,10 +3,13 @@ import GRDB
 import MiniAppCore
 
 /// The apps' secure-storage items, in table `storageItem` (migration v2): the key as text, the value
-/// as the bytes of its UTF-8, so that a NUL character is kept.
+/// as the bytes of its UTF-8, so that a NUL character is kept. Each app's bytes are in `storageUsage`
+/// (migration v3), changed in the same transaction as its items: every operation reads and writes
+/// rows by primary key, never all of an app's rows, so that it holds the write lock as long whatever
+/// the app holds (clearing deletes the app's rows, once).
 extension SQLitePermissionBackend {
     /// An item's size: the UTF-8 bytes of its key and of its value.
-    private static let itemBytes = "length(CAST(key AS BLOB)) + length(value)"
+    static let itemBytes = "length(CAST(key AS BLOB)) + length(value)"
 
     func storageItem(appId: String, key: String) async throws(PermissionStoreError) -> String? {
         try await read { db in
@@ -19,7 +22,7 @@ extension SQLitePermissionBackend {
     /// start, so no other connection or process writes between the check and the write.
     func setStorageItems(appId: String, _ items: [(key: String, value: String)], limit: Int) async throws(PermissionStoreError) -> StorageChange {
         try await write { db in
-            let used = try Int.fetchOne(db, sql: "SELECT coalesce(sum(\(Self.itemBytes)), 0) FROM storageItem WHERE appId = ?", arguments: [appId]) ?? 0
+            let used = try Self.used(appId: appId, db)
             var needed = used
             for item in items {
                 let replaced = try Int.fetchOne(db, sql: "SELECT \(Self.itemBytes) FROM storageItem WHERE appId = ? AND key = ?", arguments: [appId, item.key]) ?? 0
@@ -33,27 +36,46 @@ extension SQLitePermissionBackend {
                     arguments: [appId, item.key, Data(item.value.utf8)]
                 )
             }
+            try Self.setUsed(needed, appId: appId, db)
             return StorageChange(used: used, needed: needed, stored: true)
         }
     }
 
     func removeStorageItems(appId: String, keys: [String]) async throws(PermissionStoreError) {
         try await write { db in
+            var freed = 0
             for key in keys {
-                try db.execute(sql: "DELETE FROM storageItem WHERE appId = ? AND key = ?", arguments: [appId, key])
+                freed += try Int.fetchOne(db, sql: "DELETE FROM storageItem WHERE appId = ? AND key = ? RETURNING \(Self.itemBytes)", arguments: [appId, key]) ?? 0
             }
+            if freed > 0 { try Self.setUsed(try Self.used(appId: appId, db) - freed, appId: appId, db) }
         }
     }
 
     func clearStorage(appId: String) async throws(PermissionStoreError) {
         try await write { db in
             try db.execute(sql: "DELETE FROM storageItem WHERE appId = ?", arguments: [appId])
+            try db.execute(sql: "DELETE FROM storageUsage WHERE appId = ?", arguments: [appId])
         }
     }
 
     func storageUsed(appId: String) async throws(PermissionStoreError) -> Int {
-        try await read { db in
-            try Int.fetchOne(db, sql: "SELECT coalesce(sum(\(Self.itemBytes)), 0) FROM storageItem WHERE appId = ?", arguments: [appId]) ?? 0
+        try await read { db in try Self.used(appId: appId, db) }
+    }
+
+    /// The app's bytes, from `storageUsage`.
+    private static func used(appId: String, _ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT used FROM storageUsage WHERE appId = ?", arguments: [appId]) ?? 0
+    }
+
+    /// Keeps `used` as the app's bytes; an app without items has no row.
+    private static func setUsed(_ used: Int, appId: String, _ db: Database) throws {
+        if used == 0 {
+            try db.execute(sql: "DELETE FROM storageUsage WHERE appId = ?", arguments: [appId])
+        } else {
+            try db.execute(
+                sql: "INSERT INTO storageUsage (appId, used) VALUES (?, ?) ON CONFLICT(appId) DO UPDATE SET used = excluded.used",
+                arguments: [appId, used]
+            )
         }
     }
 }
