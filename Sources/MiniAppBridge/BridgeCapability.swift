@@ -34,8 +34,8 @@ public struct BridgeCapability: Sendable, Hashable, CustomStringConvertible {
 
 extension BridgeFailure {
     /// The answer to a message that holds no live capability: the SDK's authorization failure, which it
-    /// parses into `AuthorizationFailureError`.
-    static let noCapability = BridgeFailure(
+    /// parses into `AuthorizationFailureError`. A host answers it with HTTP 403 where it can.
+    public static let noCapability = BridgeFailure(
         type: "AuthorizationFailureError",
         message: "this page holds no live grant of the host's: only the page the host opened in the mini-app's frame may use the bridge, while the mini-app runs"
     )

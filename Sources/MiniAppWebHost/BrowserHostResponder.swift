@@ -212,7 +212,7 @@ struct BrowserHostResponder: HTTPResponder {
             return response
         case "/__miniapp/events":
             guard let capability = Self.capability(request), app.dispatcher.isLive(capability) else {
-                return Self.json(.forbidden, ["error": .string(BridgeFailure(type: "AuthorizationFailureError", message: "events go to the page the host opened in the mini-app's frame only").text)])
+                return Self.json(.forbidden, ["error": .string(BridgeFailure.noCapability.text)])
             }
             let after = Int(request.uri.queryParameters["after"].map(String.init) ?? "0") ?? 0
             let (next, events) = await app.events.events(after: max(0, after), wait: .seconds(20))
@@ -228,6 +228,10 @@ struct BrowserHostResponder: HTTPResponder {
         // Only the app's own pages may speak for it: another app's frame sends another Origin.
         guard request.headers[.origin] == origin else {
             return Self.json(.forbidden, ["error": .string(BridgeFailure(type: "ForbiddenError", message: "bridge messages come from the app's own origin only").text)])
+        }
+        // What a local program that forges `Origin` and `Host`, or a page the host did not grant, sends.
+        guard let capability = Self.capability(request), app.dispatcher.isLive(capability) else {
+            return Self.json(.forbidden, ["error": .string(BridgeFailure.noCapability.text)])
         }
         guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
             return Self.json(.unsupportedMediaType, ["error": .string(BridgeFailure(type: "MalformedMessageError", message: "send bridge messages as application/json").text)])

@@ -101,11 +101,155 @@ def call(driver, expression):
         ' function (e) { done({err: typeof e === "string" ? e : String(e && e.message), name: e && e.name}); });')
 
 
+# What a page of the app's own origin can do to learn the capability its frame's document holds: watch
+# that document's bridge send a call (a popup does it through `opener`).
+CAPTURE = ('(function (target) { var original = target.fetch, seen = null;'
+           ' target.fetch = function (url, options) { var headers = (options && options.headers) || {};'
+           ' if (headers["X-Miniapp-Capability"]) { seen = headers["X-Miniapp-Capability"]; } return original.apply(this, arguments); };'
+           ' return target.MiniAppBridge.getUniqueId().then(function () { target.fetch = original; return seen; }); })(%s)')
+
+
+def raw_call(driver, action, param, token):
+    """A bridge message sent by hand from the current page with `token` as its capability: [status, reply]."""
+    return call(driver, 'fetch("/__miniapp/bridge", {method: "POST", headers: {"Content-Type": "application/json", "X-Miniapp-Capability": %s},'
+                ' body: JSON.stringify({id: "raw", action: %s, param: %s})}).then(function (r) { return r.json().then(function (j) { return [r.status, j]; }); })'
+                % (json.dumps(token), json.dumps(action), json.dumps(param)))['ok']
+
+
+def refused(answer):
+    return answer[0] == 403 and 'AuthorizationFailureError' in answer[1].get('error', '')
+
+
 def into_app(driver):
     driver.switch_to.default_content()
     frame = wait(lambda: driver.find_element(By.ID, 'miniapp-frame'), 'the app frame is shown')
     driver.switch_to.frame(frame)
     wait(lambda: driver.execute_script('return !!window.MiniAppBridge && document.readyState === "complete"'), 'the bridge is defined in the app')
+
+
+def hostile(driver, extra):
+    """A hostile app (the probe, as app `hostile`) tries to outlive its close and its gate through a popup,
+    to keep a prompt of a closed app, to register a service worker, and a local program forges its
+    origin; then a new version runs on the same port."""
+    published = miniapp('publish', HERE + '/probe', '--registry', WORK + '/registry', '--app-id', 'hostile', '--version-tag', '1.0.0', '--key', WORK + '/key.pem')
+    check(published.returncode == 0, 'publish hostile 1.0.0', published.stderr)
+    cache = WORK + '/cache'
+    url, port = start_run('hostile', cache, extra)
+    run = processes[-1]
+    driver.get(url)
+    main_window = driver.current_window_handle
+    click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow (hostile)')
+    into_app(driver)
+
+    registered = call(driver, 'navigator.serviceWorker.register("/sw.js").then(function () { return "registered"; }, function (e) { return "refused: " + e; })')
+    check(registered.get('ok', '').startswith('refused'), 'a service worker registration is refused', registered)
+    workers = call(driver, 'navigator.serviceWorker.getRegistrations().then(function (r) { return r.length; })')
+    check(workers == {'ok': 0}, 'no service worker is registered on the app origin', workers)
+
+    # A popup of the app's own origin: its bridge gets no capability of its own, and it steals the frame's.
+    driver.execute_script('window.open("/index.html", "hostile-popup")')
+    popup = wait(lambda: [handle for handle in driver.window_handles if handle != main_window][0], 'the app opens a popup')
+    driver.switch_to.window(popup)
+    wait(lambda: driver.execute_script('return !!window.MiniAppBridge && document.readyState === "complete" && !!window.opener'), 'the popup loads with the bridge')
+    own = call(driver, 'MiniAppBridge.getUserName()')
+    check('AuthorizationFailureError' in (own.get('err') or ''), 'a popup gets no capability of its own', own)
+    stored = call(driver, 'MiniAppBridge.setSecureStorage({stolen: "from the popup"})')
+    check(stored.get('name') == 'AuthorizationFailureError', 'a popup cannot write secure storage', stored)
+    token = call(driver, CAPTURE % 'window.opener')['ok']
+    check(re.fullmatch(r'[0-9a-f]{64}', token or '') is not None, 'the popup reads the frame\'s capability through opener', str(token))
+    before = raw_call(driver, 'getUserName', None, token)
+    check(before[0] == 200 and before[1].get('success') == 'Aiko Tanaka', 'the stolen capability works while the app runs', before)
+
+    # The app closes: the frame goes, and with it every capability.
+    driver.switch_to.window(main_window)
+    into_app(driver)
+    driver.execute_script('MiniAppBridge.closeMiniApp(false)')
+    driver.switch_to.default_content()
+    wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0, 'closeMiniApp removes the hostile app\'s frame')
+    driver.switch_to.window(popup)
+    check(refused(raw_call(driver, 'getUserName', None, token)), 'after close, the popup\'s getUserName is refused')
+    check(refused(raw_call(driver, 'setSecureStorageItems', {'secureStorageItems': {'stolen': 'after close'}}, token)), 'after close, the popup\'s setSecureStorage is refused')
+    asked = raw_call(driver, 'requestCustomPermissions', {'permissions': [{'name': 'rakuten.miniapp.device.FILE_DOWNLOAD', 'description': 'x'}]}, token)
+    check(refused(asked), 'after close, the popup cannot raise a prompt', asked)
+    driver.switch_to.window(main_window)
+    check(not driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'no prompt reaches the host page after close')
+
+    # Open again, steal again, then the user revokes the required permission: the gate closes.
+    driver.get(url)
+    into_app(driver)
+    # The new frame opens a popup of its own.
+    driver.execute_script('window.open("/index.html?again", "hostile-popup-2")')
+    popup = wait(lambda: [handle for handle in driver.window_handles if handle not in (main_window, popup)][0], 'the app opens a second popup')
+    driver.switch_to.window(popup)
+    wait(lambda: driver.execute_script('return document.readyState === "complete" && !!window.opener && !!window.opener.MiniAppBridge'), 'the second popup loads')
+    token = call(driver, CAPTURE % 'window.opener')['ok']
+    check(raw_call(driver, 'getUniqueId', None, token)[0] == 200, 'the popup holds the new frame\'s capability')
+    driver.switch_to.window(main_window)
+    driver.switch_to.default_content()
+    click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.USER_NAME"] button[data-action="revoke"]'), 'revoke USER_NAME (hostile)')
+    wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and driver.find_element(By.ID, 'gate').is_displayed(), 'revoking USER_NAME closes the hostile app')
+    driver.switch_to.window(popup)
+    check(refused(raw_call(driver, 'getUniqueId', None, token)), 'after revoke, the popup\'s getUniqueId is refused')
+    check(refused(raw_call(driver, 'setSecureStorageItems', {'secureStorageItems': {'stolen': 'after revoke'}}, token)), 'after revoke, the popup\'s setSecureStorage is refused')
+    asked = raw_call(driver, 'requestCustomPermissions', {'permissions': [{'name': 'rakuten.miniapp.device.FILE_DOWNLOAD', 'description': 'x'}]}, token)
+    check(refused(asked), 'after revoke, the popup cannot raise a FILE_DOWNLOAD prompt', asked)
+    driver.switch_to.window(main_window)
+    check(not driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'no prompt reaches the host page after revoke')
+
+    # A local program that forges the app's Origin and Host gets nothing without a capability.
+    for capability in [None, '0' * 64, token]:
+        headers = {'Host': 'hostile.localhost:%d' % port, 'Origin': 'http://hostile.localhost:%d' % port, 'Content-Type': 'application/json'}
+        if capability:
+            headers['X-Miniapp-Capability'] = capability
+        forged = subprocess.run(['curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'POST', 'http://127.0.0.1:%d/__miniapp/bridge' % port,
+                                 *sum([['-H', '%s: %s' % item] for item in headers.items()], []),
+                                 '--data', '{"id":"1","action":"getSecureStorageItem","param":{"secureStorageKey":"greeting"}}'], capture_output=True, text=True)
+        check(forged.stdout == '403', 'curl with a forged Origin and Host (capability %s) is refused' % ('none' if not capability else 'forged' if capability == '0' * 64 else 'ended'), forged.stdout)
+        events = status(urllib.request.Request('http://127.0.0.1:%d/__miniapp/events' % port, headers=headers))
+        check(events == 403, 'the app\'s events are refused to a forged request', str(events))
+
+    # A pending prompt of an app that closes leaves the host page, and decides nothing.
+    click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow again (hostile)')
+    into_app(driver)
+    driver.execute_script('window.__asked = null; MiniAppBridge.requestCustomPermissions([{name: "rakuten.miniapp.device.FILE_DOWNLOAD", description: "x"}])'
+                          '.then(function (r) { window.__asked = r; }, function (e) { window.__asked = String(e); })')
+    driver.switch_to.default_content()
+    wait(lambda: driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'the hostile app\'s prompt is shown')
+    into_app(driver)
+    driver.execute_script('MiniAppBridge.closeMiniApp(false)')
+    driver.switch_to.default_content()
+    wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and not driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'the prompt of the closed app disappears')
+    shown = json.loads(miniapp('permissions', 'show', 'hostile', '--cache-dir', cache, '--platform', WORK + '/registry', '--json', *extra).stdout)
+    download = [p for p in shown if p['name'] == 'rakuten.miniapp.device.FILE_DOWNLOAD']
+    check(len(download) == 1 and download[0]['decidedAt'] is None, 'the closed app\'s prompt decided nothing', str(download))
+
+    # Nothing the popup sent was stored.
+    driver.get(url)
+    into_app(driver)
+    check(call(driver, 'MiniAppBridge.getSecureStorageItem("stolen")') == {'ok': None}, 'nothing a refused popup sent is stored')
+    for handle in driver.window_handles:
+        if handle != main_window:
+            driver.switch_to.window(handle)
+            driver.close()
+    driver.switch_to.window(main_window)
+
+    # A new version on the same port: its own page is served, never the earlier version's.
+    run.terminate()
+    run.wait(10)
+    second = WORK + '/probe-2'
+    subprocess.run(['cp', '-r', HERE + '/probe', second], check=True)
+    with open(second + '/index.html') as f:
+        page = f.read().replace('<h1>Bridge probe</h1>', '<h1>Bridge probe 2.0.0</h1>')
+    with open(second + '/index.html', 'w') as f:
+        f.write(page)
+    published = miniapp('publish', second, '--registry', WORK + '/registry', '--app-id', 'hostile', '--version-tag', '2.0.0', '--key', WORK + '/key.pem')
+    check(published.returncode == 0, 'publish hostile 2.0.0', published.stderr)
+    url, again = start_run('hostile', cache, (*extra, '--port', str(port)))
+    check(again == port, 'version 2.0.0 runs on the same port')
+    driver.get(url)
+    into_app(driver)
+    heading = driver.find_element(By.TAG_NAME, 'h1').text
+    check(heading == 'Bridge probe 2.0.0', 'the new version\'s own page is served', heading)
 
 
 def main():
@@ -219,7 +363,8 @@ def main():
         check(big.get('name') == 'MessageTooLargeError', 'an oversized message gets an error', big)
         unknown = call(driver, 'new Promise(function (ok, ko) { MiniAppBridge.executor.exec("noSuchAction", null, ok, ko); })')
         check('UnknownActionError' in unknown.get('err', ''), 'an unknown action is answered with an error', unknown)
-        malformed = call(driver, 'fetch("/__miniapp/bridge", {method: "POST", headers: {"Content-Type": "application/json"}, body: "{\\"id\\": 5, \\"action\\": [1]"}).then(function (r) { return r.json().then(function (j) { return [r.status, j.error]; }); })')
+        token = call(driver, CAPTURE % 'window')['ok']
+        malformed = call(driver, 'fetch("/__miniapp/bridge", {method: "POST", headers: {"Content-Type": "application/json", "X-Miniapp-Capability": "%s"}, body: "{\\"id\\": 5, \\"action\\": [1]"}).then(function (r) { return r.json().then(function (j) { return [r.status, j.error]; }); })' % token)
         check(malformed['ok'][0] == 400 and 'MalformedMessageError' in malformed['ok'][1], 'a malformed message gets an error', malformed)
         check(call(driver, 'MiniAppBridge.getUniqueId()').get('ok') == unique['ok'], 'the host still answers after bad messages')
 
@@ -240,6 +385,8 @@ def main():
         driver.execute_script('MiniAppBridge.closeMiniApp(false)')
         driver.switch_to.default_content()
         wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and 'closed' in driver.find_element(By.ID, 'status').text, 'closeMiniApp closes the frame on the host page')
+
+        hostile(driver, extra)
 
         if SAMPLE:
             published = miniapp('publish', SAMPLE, '--registry', WORK + '/registry', '--app-id', 'js-sample', '--version-tag', '1.0.0', '--key', WORK + '/key.pem')
