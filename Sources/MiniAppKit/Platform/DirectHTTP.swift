@@ -132,6 +132,8 @@ final class SocketCanceller: Sendable {
 enum DirectHTTP {
     /// The longest head of an answer accepted (status line and headers).
     static let maxHeadBytes = 64 << 10
+    /// The longest chunk-size line accepted, extensions included.
+    static let maxChunkLineBytes = 4096
 
     /// GETs `target` (path and query, percent-encoded) from `endpoint` and returns the whole answer.
     /// A connection that cannot be made at all throws ``ConnectionFailure``; everything else that
@@ -178,18 +180,7 @@ enum DirectHTTP {
                     guard status != 101 else { throw DirectHTTPError.malformed("an upgrade nobody asked for") }
                     continue
                 }
-                let framing: DirectResponse.Framing
-                let codings = headers[canonicalForm: "Transfer-Encoding"].map { $0.lowercased() }
-                if status == 204 || status == 304 {
-                    framing = .length(0)
-                } else if let last = codings.last {
-                    framing = last == "chunked" ? .chunked(left: 0, started: false) : .toEnd
-                } else if let length = try contentLength(headers) {
-                    framing = .length(Int64(length))
-                } else {
-                    framing = .toEnd
-                }
-                return DirectResponse(status: status, headers: headers, source: source, framing: framing, canceller: canceller)
+                return DirectResponse(status: status, headers: headers, source: source, framing: try framing(status: status, headers: headers), canceller: canceller)
             }
         } catch {
             canceller.close(connection.descriptor)
@@ -209,7 +200,7 @@ enum DirectHTTP {
         return Array(text.utf8)
     }
 
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
+    static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
         default: Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
@@ -366,29 +357,70 @@ enum DirectHTTP {
                 guard status != 101 else { throw DirectHTTPError.malformed("an upgrade nobody asked for") }
                 continue
             }
-            if status == 204 || status == 304 {
-                return HTTPAnswer(status: status, headers: headers, body: Data())
-            }
             let body: Data
-            let codings = headers[canonicalForm: "Transfer-Encoding"].map { $0.lowercased() }
-            if let last = codings.last {
-                body = last == "chunked" ? try reader.readChunked(maxBytes: maxBytes) : try reader.readToEnd(maxBytes: maxBytes)
-            } else if let length = try contentLength(headers) {
-                guard length <= maxBytes else { throw DirectHTTPError.tooLarge }
-                body = try reader.read(exactly: length)
-            } else {
+            switch try framing(status: status, headers: headers) {
+            case .length(let length):
+                guard length <= Int64(maxBytes) else { throw DirectHTTPError.tooLarge }
+                body = try reader.read(exactly: Int(length))
+            case .chunked:
+                body = try reader.readChunked(maxBytes: maxBytes)
+            case .toEnd:
                 body = try reader.readToEnd(maxBytes: maxBytes)
             }
             return HTTPAnswer(status: status, headers: headers, body: body)
         }
     }
 
-    /// The size a chunk's line (without its end) gives, extensions dropped.
+    /// How the body of a final answer is delimited (RFC 9112 §6.3). Anything a peer on the path
+    /// could read otherwise is refused rather than guessed at: a transfer coding other than `chunked`
+    /// alone (this client asks for none and decodes no other), `Transfer-Encoding` together with
+    /// `Content-Length` (the mark of request smuggling and response splitting), and a
+    /// `Content-Length` that is not one decimal number.
+    static func framing(status: Int, headers: HTTPHeaders) throws -> DirectResponse.Framing {
+        if status == 204 || status == 304 { return .length(0) }
+        let codings = headers["Transfer-Encoding"]
+        if !codings.isEmpty {
+            let listed = codings.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
+                .map { $0.trimmingCharacters(in: [" ", "\t"]) }
+            guard listed.count == 1, listed[0].lowercased() == "chunked" else {
+                throw DirectHTTPError.malformed("Transfer-Encoding other than chunked alone")
+            }
+            guard headers["Content-Length"].isEmpty else { throw DirectHTTPError.malformed("both Transfer-Encoding and Content-Length") }
+            return .chunked(left: 0, started: false)
+        }
+        if let length = try contentLength(headers) { return .length(Int64(length)) }
+        return .toEnd
+    }
+
+    /// The value of a hexadecimal digit, `nil` for any other byte.
+    private static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a")) + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A")) + 10
+        default: nil
+        }
+    }
+
+    /// The size a chunk's line (without its end) gives, extensions dropped: `1*HEXDIG`, then nothing
+    /// or `BWS ";"` and the extensions (RFC 9112 §7.1). No sign, `0x` or inner space, which
+    /// `Int(_:radix:)` would take (`-1` made a negative size); leading zeros are fine, a size past
+    /// `Int.max` is refused.
     static func chunkSize(_ line: ArraySlice<UInt8>) throws -> Int {
-        let digits = line.prefix(while: { $0 != UInt8(ascii: ";") }).filter { $0 != 0x20 && $0 != 0x09 }
-        guard !digits.isEmpty, digits.count <= 15, let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
+        var size = 0
+        var index = line.startIndex
+        while index < line.endIndex, let digit = hexValue(line[index]) {
+            let (shifted, overflowed) = size.multipliedReportingOverflow(by: 16)
+            guard !overflowed else { throw DirectHTTPError.malformed("a chunk size too big") }
+            size = shifted + digit
+            index += 1
+        }
+        guard index > line.startIndex else { throw DirectHTTPError.malformed("chunk size") }
+        let rest = line[index...]
+        guard rest.isEmpty || rest.first(where: { $0 != 0x20 && $0 != 0x09 }) == UInt8(ascii: ";") else {
             throw DirectHTTPError.malformed("chunk size")
         }
+        guard rest.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else { throw DirectHTTPError.malformed("chunk extension") }
         return size
     }
 
@@ -421,13 +453,28 @@ enum DirectHTTP {
         return (status, headers)
     }
 
-    /// The `Content-Length`, when given; several must agree.
+    /// The `Content-Length`, when given: `1*DIGIT` (no sign), at most `Int.max`; a list or repeated
+    /// field must name one length (RFC 9112 §6.3), else the answer is refused.
     static func contentLength(_ headers: HTTPHeaders) throws -> Int? {
-        let values = headers[canonicalForm: "Content-Length"]
-        guard let first = values.first else { return nil }
-        guard values.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.count <= 18,
-              first.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let length = Int(first)
-        else { throw DirectHTTPError.malformed("Content-Length") }
+        let fields = headers["Content-Length"]
+        guard !fields.isEmpty else { return nil }
+        var length: Int?
+        for field in fields {
+            for item in field.split(separator: ",", omittingEmptySubsequences: false) {
+                let digits = item.trimmingCharacters(in: [" ", "\t"])
+                guard !digits.isEmpty else { throw DirectHTTPError.malformed("Content-Length") }
+                var value = 0
+                for byte in digits.utf8 {
+                    guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { throw DirectHTTPError.malformed("Content-Length") }
+                    let (shifted, overflowed) = value.multipliedReportingOverflow(by: 10)
+                    let (sum, carried) = shifted.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+                    guard !overflowed, !carried else { throw DirectHTTPError.malformed("a Content-Length too big") }
+                    value = sum
+                }
+                guard length == nil || length == value else { throw DirectHTTPError.malformed("conflicting Content-Length values") }
+                length = value
+            }
+        }
         return length
     }
 
@@ -536,7 +583,8 @@ enum DirectHTTP {
             return try connection.read(into: buffer)
         }
 
-        /// A line ending in `\n` (without it and a `\r` before it).
+        /// A line ending in `\n` (without it and a `\r` before it), of at most `limit` bytes before
+        /// its end, however the bytes arrived.
         mutating func readLine(limit: Int) throws -> ArraySlice<UInt8> {
             compact()
             var searched = start
@@ -544,12 +592,28 @@ enum DirectHTTP {
                 if let newline = pending[searched...].firstIndex(of: UInt8(ascii: "\n")) {
                     var line = pending[start..<newline]
                     if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+                    guard line.count <= limit else { throw DirectHTTPError.malformed("a line of the chunked body is too long") }
                     start = newline + 1
                     return line
                 }
-                guard available <= limit else { throw DirectHTTPError.malformed("a chunk line is too long") }
+                guard available <= limit else { throw DirectHTTPError.malformed("a line of the chunked body is too long") }
                 searched = pending.count
                 guard try fill() else { throw DirectHTTPError.closedEarly }
+            }
+        }
+
+        /// Reads the trailer fields after a chunked body's last chunk, up to the blank line, and drops
+        /// them: all together no longer than a head, each a field line.
+        mutating func skipTrailers() throws {
+            var total = 0
+            while true {
+                let line = try readLine(limit: DirectHTTP.maxHeadBytes - total)
+                if line.isEmpty { return }
+                total += line.count + 2
+                guard total <= DirectHTTP.maxHeadBytes else { throw DirectHTTPError.malformed("the trailers are larger than \(DirectHTTP.maxHeadBytes) bytes") }
+                guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
+                      line[line.startIndex..<colon].allSatisfy(DirectHTTP.isTokenByte)
+                else { throw DirectHTTPError.malformed("trailer line") }
             }
         }
 
@@ -557,12 +621,12 @@ enum DirectHTTP {
         mutating func readChunked(maxBytes: Int) throws -> Data {
             var body = Data()
             while true {
-                let size = try DirectHTTP.chunkSize(try readLine(limit: 4096))
+                let size = try DirectHTTP.chunkSize(try readLine(limit: DirectHTTP.maxChunkLineBytes))
                 if size == 0 {
-                    while try !readLine(limit: DirectHTTP.maxHeadBytes).isEmpty {}
+                    try skipTrailers()
                     return body
                 }
-                guard body.count + size <= maxBytes else { throw DirectHTTPError.tooLarge }
+                guard size <= maxBytes - body.count else { throw DirectHTTPError.tooLarge }
                 body.append(try read(exactly: size))
                 guard try readLine(limit: 2).isEmpty else { throw DirectHTTPError.malformed("chunk end") }
             }
@@ -647,10 +711,9 @@ final class DirectResponse: @unchecked Sendable {
         case .chunked(var left, let started):
             if left == 0 {
                 if started { guard try source.readLine(limit: 2).isEmpty else { throw DirectHTTPError.malformed("chunk end") } }
-                let size = try DirectHTTP.chunkSize(try source.readLine(limit: 4096))
+                let size = try DirectHTTP.chunkSize(try source.readLine(limit: DirectHTTP.maxChunkLineBytes))
                 if size == 0 {
-                    // The trailers are read and dropped.
-                    while try !source.readLine(limit: DirectHTTP.maxHeadBytes).isEmpty {}
+                    try source.skipTrailers()
                     framing = .length(0)
                     return 0
                 }

@@ -288,8 +288,18 @@ final class LazyHTTPClient: Sendable {
     }
 
     /// Sends `request`; throws ``ConnectionFailure`` as soon as its host refuses connections, cannot be
-    /// resolved or cannot be routed to.
+    /// resolved or cannot be routed to, and ``DirectHTTPError/malformed(_:)`` for an answer framed
+    /// against the rules of ``DirectHTTP/framing(status:headers:)``.
     func execute(_ request: HTTPClientRequest, deadline: NIODeadline) async throws -> HTTPClientResponse {
+        let response = try await send(request, deadline: deadline)
+        // AsyncHTTPClient's decoder takes codings before `chunked` (`gzip, chunked`) and hands the body
+        // over still coded, as if plain: the answer is held to the rules of a connection of our own.
+        _ = try DirectHTTP.framing(status: Int(response.status.code), headers: response.headers)
+        return response
+    }
+
+    /// Sends `request` (see ``execute(_:deadline:)``), the answer's framing unchecked.
+    private func send(_ request: HTTPClientRequest, deadline: NIODeadline) async throws -> HTTPClientResponse {
         let client = self.client
         guard let target = URL(string: request.url).flatMap(ProbeTarget.init), !Self.reached.withLockedValue({ $0.contains(target.key) }) else {
             return try await client.execute(request, deadline: deadline, logger: nil)
