@@ -2,9 +2,10 @@
 // permission of its app (`set`) and runs the launch gate's check (`launchDecision`, two required
 // permissions) in turn, timing each call; with --checks-only it only checks. With --rate R it starts one
 // change and its check every 1/R s instead of looping as fast as it can. Writes counts, errors and the raw
-// latencies (microseconds) as JSON.
+// latencies (microseconds) as JSON. With --flood, the flood of Benchmarks/bridge-flood instead (Flood.swift).
 //   miniapp-store-bench --store <path|postgres://...> --app <id> --worker <k> --out <file.json>
 //                       [--seconds 10] [--start-at <unix time>] [--checks-only] [--rate R]
+//   miniapp-store-bench --flood --store <path|postgres://...> --out <file.json> [--seconds 10] [--tasks 48] [--items 60000]
 import Foundation
 import MiniAppCore
 import MiniAppPermissions
@@ -19,6 +20,10 @@ struct Options {
     var checksOnly = false
     /// Iterations per second; 0 loops as fast as it can.
     var rate = 0.0
+    /// The flood of Flood.swift, by `tasks` tasks of an app holding `items` items.
+    var flood = false
+    var tasks = 48
+    var items = 60_000
 }
 
 func parseOptions() -> Options {
@@ -38,11 +43,16 @@ func parseOptions() -> Options {
         case "--start-at": options.startAt = Double(value(argument))
         case "--checks-only": options.checksOnly = true
         case "--rate": options.rate = Double(value(argument)) ?? -1
+        case "--flood": options.flood = true
+        case "--tasks": options.tasks = Int(value(argument)) ?? 0
+        case "--items": options.items = Int(value(argument)) ?? -1
         default: fail("unknown option \(argument)")
         }
     }
-    guard !options.store.isEmpty, !options.app.isEmpty, !options.out.isEmpty, options.seconds > 0, options.rate >= 0 else {
-        fail("usage: miniapp-store-bench --store <path|url> --app <id> --worker <k> --out <file.json> [--seconds S] [--start-at T] [--checks-only] [--rate R]")
+    guard !options.store.isEmpty, options.flood || !options.app.isEmpty, !options.out.isEmpty, options.seconds > 0, options.rate >= 0,
+        options.tasks > 0, (0...140_000).contains(options.items)
+    else {
+        fail("usage: miniapp-store-bench --store <path|url> --app <id> --worker <k> --out <file.json> [--seconds S] [--start-at T] [--checks-only] [--rate R], or --flood --store <path|url> --out <file.json> [--seconds S] [--tasks N] [--items N (at most 140000)]")
     }
     return options
 }
@@ -80,6 +90,10 @@ struct Report: Encodable {
 }
 
 let options = parseOptions()
+if options.flood {
+    await runFlood(options)
+    exit(0)
+}
 let toggled = KnownPermission.userName.rawValue
 let manifest = BundleManifest(reqPermissions: [
     PermissionDeclaration(name: toggled), PermissionDeclaration(name: KnownPermission.location.rawValue),
