@@ -325,11 +325,13 @@ import Testing
 
     /// One app holding 60,000 small items (about 420 KB, under its 1 MiB limit) floods its storage with
     /// writes and reads from 48 tasks for 3 s, while another app writes and reads its storage and the host
-    /// records its decisions. The other app's calls all succeed and are never refused; the flood is
-    /// refused past its rate (the old store queued every call on the store's write lock and summed the
-    /// app's 60,000 rows in each); the bytes kept stay exact. The one bound on time is 1 s for the other
-    /// app's slowest call: 20 times the 50 ms aimed at (the benchmark measures that), so that a loaded
-    /// test machine does not fail it, while a store that queues the flood ahead of it took seconds.
+    /// records its decisions. The other app's calls all succeed and are never refused; the flood is held
+    /// at its own app, its writes waiting behind its own or refused past its rate, never more than the
+    /// rate lets through (the old store let every call reach the store's write lock and summed the app's
+    /// 60,000 rows in each); the bytes kept stay exact. The one bound on time is 2 s for the other app's
+    /// slowest call, 40 times the 50 ms aimed at (Benchmarks/bridge-flood measures that): a guard against
+    /// queueing it behind the flood that a test process running hundreds of tests at once on two cores
+    /// does not trip.
     @Test(arguments: StoreBackend.allCases)
     func oneAppsFloodLeavesAnotherAppAndTheHostsDecisionsAlone(backend: StoreBackend) async throws {
         let (location, database) = try await location(backend)
@@ -378,6 +380,7 @@ import Testing
             }
             var calls = 0
             var slowest = Duration.zero
+            var queued = 0
             var failures: [String] = []
             var status = PermissionStatus.allowed
             while clock.now < end {
@@ -396,6 +399,7 @@ import Testing
                     }
                     slowest = max(slowest, clock.now - started)
                 }
+                queued = max(queued, store.storageGate.waitingCalls(appId: "flood", .write))
                 try await Task.sleep(for: .milliseconds(20))
             }
             var total = Tally()
@@ -407,11 +411,13 @@ import Testing
             }
             #expect(failures.isEmpty, "\(failures.prefix(3))")
             #expect(calls >= 5, "the other app made only \(calls) rounds of calls in 3 s")
-            #expect(slowest < .seconds(1), "the other app's slowest call took \(slowest)")
+            // The flood was held at its own app: queued behind its own writes (a slow store), or refused
+            // past its rate (a fast one), and usually both.
+            #expect(queued > 0 || total.refused > 0, "no write of the flood ever waited for its turn or was refused")
+            #expect(slowest < .seconds(2), "the other app's slowest call took \(slowest)")
             return total
         }
         #expect(flood.other.isEmpty, "\(flood.other.prefix(3))")
-        #expect(flood.refused > 0)
         // Within its rate: the default bursts and 3 s at the default rates, with a second to spare.
         let rate = store.storageRate
         #expect(Double(flood.stored) <= Double(rate.writeBurst) + rate.writesPerSecond * 4, "\(flood.stored) writes")
