@@ -9,7 +9,7 @@ import NIOPosix
 
 /// Answers the host page's origin and every app's origin, told apart by the `Host` header.
 struct BrowserHostResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
+    typealias Context = HostRequestContext
     let host: BrowserHost
     let files: FileIO
 
@@ -19,7 +19,7 @@ struct BrowserHostResponder: HTTPResponder {
     /// The header in which the app's document sends the capability its host page handed it.
     static let capabilityHeader = HTTPField.Name("X-Miniapp-Capability")!
 
-    func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+    func respond(to request: Request, context: HostRequestContext) async throws -> Response {
         var response: Response
         do {
             response = try await route(request, context: context)
@@ -31,12 +31,17 @@ struct BrowserHostResponder: HTTPResponder {
         return response
     }
 
-    private func route(_ request: Request, context: BasicRequestContext) async throws -> Response {
+    private func route(_ request: Request, context: HostRequestContext) async throws -> Response {
         let port = host.boundPort.withLockedValue { $0 }
         guard let authority = request.head.authority, let name = Self.hostName(authority, port: port) else {
             return Self.text(.misdirectedRequest, "this host answers localhost:\(port) and its apps' origins only")
         }
         if name == "localhost" || name == "127.0.0.1" {
+            // Another local user's program could otherwise open a session and decide for the user.
+            let remote = context.remoteAddress, local = context.localAddress
+            guard try await NIOThreadPool.singleton.runIfActive({ LoopbackPeer.isOwnUser(remote: remote, local: local) }) else {
+                return Self.text(.forbidden, "the host page answers the user who runs it only")
+            }
             return try await hostRoute(request, origin: "http://\(authority)", port: port)
         }
         if name.hasSuffix(".localhost"), let app = host.app(label: String(name.dropLast(".localhost".count))) {
@@ -192,7 +197,7 @@ struct BrowserHostResponder: HTTPResponder {
 
     // MARK: An app's origin
 
-    private func appRoute(_ request: Request, app: RunningApp, origin: String, port: Int, context: BasicRequestContext) async throws -> Response {
+    private func appRoute(_ request: Request, app: RunningApp, origin: String, port: Int, context: HostRequestContext) async throws -> Response {
         let path = request.uri.path
         if path.hasPrefix("/api/") {
             return Self.json(.forbidden, ["error": .string("host endpoints are not reachable from a mini-app's origin")])
@@ -252,7 +257,7 @@ struct BrowserHostResponder: HTTPResponder {
         }
     }
 
-    private func file(_ path: String, app: RunningApp, port: Int, context: BasicRequestContext) async throws -> Response {
+    private func file(_ path: String, app: RunningApp, port: Int, context: HostRequestContext) async throws -> Response {
         let decision = try await host.store.launchDecision(appId: app.appId, manifest: app.manifest)
         guard decision.allowed else {
             return Self.text(.forbidden, "the launch gate is closed: \(decision.missing.joined(separator: ", ")) not allowed")

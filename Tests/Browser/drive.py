@@ -208,6 +208,16 @@ def hostile(driver, extra):
         events = status(urllib.request.Request('http://127.0.0.1:%d/__miniapp/events' % port, headers=headers))
         check(events == 403, 'the app\'s events are refused to a forged request', str(events))
 
+    # Another local user cannot open a session on the host page (to mint capabilities or decide).
+    if os.getuid() == 0:
+        for path in ['/', '/apps/hostile', '/api/notices?after=0']:
+            other = subprocess.run(['runuser', '-u', 'nobody', '--', 'curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', 'http://localhost:%d%s' % (port, path)], capture_output=True, text=True)
+            check(other.stdout == '403', 'another user\'s curl gets 403 on the host page ' + path, other.stdout + other.stderr)
+        own = subprocess.run(['curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', 'http://localhost:%d/' % port], capture_output=True, text=True)
+        check(own.stdout == '200', 'the user who runs the host gets the host page', own.stdout)
+    else:
+        print('skipped: another user\'s requests (the test runs as root only)')
+
     # A pending prompt of an app that closes leaves the host page, and decides nothing.
     click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow again (hostile)')
     into_app(driver)
