@@ -35,7 +35,7 @@ public final class BridgeDispatcher: Sendable {
     /// How long the gate found open is trusted before the store is read again: how late a decision made
     /// outside this bridge (another process's `miniapp permissions deny`) ends the app's capabilities.
     /// Decisions made through the bridge or the host (``gateMayHaveChanged()``) are seen at once.
-    static let gateRecheck = Duration.seconds(1)
+    public static let gateRecheck = Duration.seconds(1)
 
     /// The bridge of app `appId` running the version whose manifest is `manifest`.
     ///
