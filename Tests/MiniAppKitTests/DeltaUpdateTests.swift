@@ -428,9 +428,8 @@ extension DeltaUpdateTests {
     @Test(arguments: [false, true])
     func localHeadersThatSayOtherThanTheCentralDirectoryInTheSameLengthsAreFetched(keptSaysSo: Bool) async throws {
         // Every local header's extra field holds another time than the directory's, in as many bytes.
-        // When the kept zip's headers do so too, none is predicted; when they did not (the producer
-        // changed), the headers rebuilt from the directory are wrong, the signature says so, and a delta
-        // that fetches them follows: one more delta, not a full download.
+        // Whether the kept zip's headers did so too or not (the producer changed), the new zip's own
+        // headers within its end show it: none is predicted, and they are fetched in the one delta.
         let files = Self.files(version: 1)
         let zips = (
             try await PythonZip.make(files, .init(year: 2020, localTimes: keptSaysSo)), try await PythonZip.make(files, .init(year: 2021, localTimes: true))
@@ -438,15 +437,35 @@ extension DeltaUpdateTests {
         let perfect = try await offPool { try perfectDeltaBytes(old: zips.0, new: zips.1) }
         let log = LogRecorder()
         let (record, host, _) = try await update(mode: .multipart, v2: files, zips: zips, logger: log.logger)
-        let retried = log.messages.contains { $0.message == "assembled zip with predicted local headers does not verify; fetching them" }
-        #expect(retried == !keptSaysSo)
+        #expect(!log.messages.contains { $0.message == "assembled zip with predicted local headers does not verify; fetching them" })
+        #expect(!log.messages.contains { $0.message == "assembled zip does not verify; downloading it whole" })
+        #expect(log.messages.contains { $0.message == "delta plan" && $0.metadata["predicted"] == "false" })
+        #expect(record.transfer?.method == .delta)
+        #expect(record.signature == .verified)
+        #expect(record.transfer?.fetchedBytes == Int64(host.bytesSent))
+        #expect(host.zipRequests == 2, "the end, then the headers: \(host.rangeHeaders.count)")
+        #expect(host.bytesSent <= perfect + perfect / 10 + 32 << 10, "sent \(host.bytesSent), a perfect delta \(perfect), the zip \(zips.1.count)")
+    }
+
+    @Test func predictedLocalHeadersTheSignatureProvesWrongAreFetchedInOneMoreDelta() async throws {
+        // The new zip's headers within its end say what its central directory does, those before them
+        // another time in as many bytes: the headers rebuilt from the directory are wrong, the signature
+        // says so, and a delta that fetches them follows: one more delta, not a full download.
+        let files = Self.files(version: 1)
+        let early = Set(files.keys.filter { $0.hasPrefix("assets/part-") && Int($0.dropFirst(12).dropLast(3))! < 100 })
+        let zips = (
+            try await PythonZip.make(files, .init(year: 2020)), try await PythonZip.make(files, .init(year: 2021, localTimes: true, localTimesOnly: early))
+        )
+        let perfect = try await offPool { try perfectDeltaBytes(old: zips.0, new: zips.1) }
+        let log = LogRecorder()
+        let (record, host, _) = try await update(mode: .multipart, v2: files, zips: zips, logger: log.logger)
+        #expect(log.messages.contains { $0.message == "assembled zip with predicted local headers does not verify; fetching them" })
         #expect(!log.messages.contains { $0.message == "assembled zip does not verify; downloading it whole" })
         #expect(record.transfer?.method == .delta)
         #expect(record.signature == .verified)
         #expect(record.transfer?.fetchedBytes == Int64(host.bytesSent))
-        #expect(host.zipRequests == (keptSaysSo ? 2 : 3), "the end and the headers, after the end alone: \(host.rangeHeaders.count)")
-        let budget = perfect + perfect / 10 + 32 << 10
-        #expect(host.bytesSent <= (keptSaysSo ? budget : 2 * budget), "sent \(host.bytesSent), a perfect delta \(perfect), the zip \(zips.1.count)")
+        #expect(host.zipRequests == 3, "the end and the headers, after the end alone: \(host.rangeHeaders.count)")
+        #expect(host.bytesSent <= 2 * (perfect + perfect / 10 + 32 << 10), "sent \(host.bytesSent), a perfect delta \(perfect), the zip \(zips.1.count)")
     }
 
     @Test func aZipFromAnotherProducerReusesTheCompressedDataTheKeptZipHolds() async throws {

@@ -22,10 +22,12 @@ public enum PythonZip {
         /// Every entry has an extended-timestamp extra field whose local copy says another time (the
         /// build's) than the central directory's (the source's): the same lengths, other bytes.
         public var localTimes = false
+        /// With `localTimes`, the entries whose local copy says another time, when not every entry's.
+        public var localTimesOnly: Set<String>?
 
         public init(
             year: Int = 2024, streamed: Bool = false, zip64: Bool = false, level: Int = 6, stored: Set<String> = [], padded: Set<String> = [],
-            localTimes: Bool = false
+            localTimes: Bool = false, localTimesOnly: Set<String>? = nil
         ) {
             self.year = year
             self.streamed = streamed
@@ -34,6 +36,7 @@ public enum PythonZip {
             self.stored = stored
             self.padded = padded
             self.localTimes = localTimes
+            self.localTimesOnly = localTimesOnly
         }
     }
 
@@ -69,6 +72,8 @@ with zipfile.ZipFile(sys.argv[2]) as z:
         assert data[start] == 0x01, name
         data[start] = 0xF9
     for info in z.infolist() if spec['localTimes'] else []:
+        if spec['localTimesOnly'] is not None and info.filename not in spec['localTimesOnly']:
+            continue
         names, extras = struct.unpack('<HH', data[info.header_offset + 26:info.header_offset + 30])
         field = info.header_offset + 30 + names
         assert extras == 9 and data[field:field + 2] == b'UT', info.filename
@@ -84,7 +89,7 @@ open(sys.argv[2], 'wb').write(data)
         let document: [String: Any] = [
             "entries": files.keys.sorted().map { [$0, files[$0]!] }, "year": options.year, "streamed": options.streamed,
             "zip64": options.zip64, "level": options.level, "stored": Array(options.stored), "padded": Array(options.padded),
-            "localTimes": options.localTimes,
+            "localTimes": options.localTimes, "localTimesOnly": options.localTimesOnly.map { Array($0) } as Any,
         ]
         let json = try JSONSerialization.data(withJSONObject: document)
         try await offPool { try writeTestFile(spec, [UInt8](json)) }

@@ -165,10 +165,11 @@ package struct ZipLayout: Sendable, Equatable {
     package var directoryStart: UInt64
     /// The zip's size in bytes.
     package var size: UInt64
-    /// How the producer of a zip read with ``read(_:maxEntries:)`` writes local headers, when every local
-    /// header (and data descriptor) whose span allows a guess from the central directory is that guess, in
-    /// that style, and at least one is: then the next zip of the same producer likely is too
-    /// (``DeltaPlan/make(new:old:end:mergeGap:predict:)``). `nil` when some is not (a producer that
+    /// How the producer writes local headers, as the headers read by ``learnLocalHeaders(in:from:)``
+    /// show (all of a zip read with ``read(_:maxEntries:)``): when every local header (and data
+    /// descriptor) whose span allows a guess from the central directory is that guess, in that style, and
+    /// at least one is, the zip's other headers likely are too (a new zip's are then rebuilt by
+    /// ``DeltaPlan/make(new:old:end:mergeGap:style:)``). `nil` when some is not (a producer that
     /// writes other times or fields there, or a longer extra field before a shorter data descriptor), or
     /// when no span allows a guess (Info-ZIP's extra fields differ in length).
     package var localHeaderStyle: LocalHeaderStyle?
@@ -204,26 +205,36 @@ package struct ZipLayout: Sendable, Equatable {
     package static func read(_ path: String, maxEntries: Int) throws(ArchiveError) -> ZipLayout {
         let file = try ZipFileReader(path)
         var layout = try ZipDirectory.layout(of: file, maxEntries: maxEntries)
+        layout.learnLocalHeaders(in: file)
+        return layout
+    }
+
+    /// Reads the local headers that `file` holds of the entries starting at `start` or later (all of a
+    /// whole zip; those within the fetched end of a new zip): where each one's compressed data starts
+    /// (``Span/dataOffset``), and how the producer writes local headers (``localHeaderStyle``), learnt
+    /// from those entries alone.
+    package mutating func learnLocalHeaders<Source: ZipBytes & ~Copyable>(in file: borrowing Source, from start: UInt64 = 0) {
         // What the local headers of entries with a data descriptor say in each field, once learnt.
         var says: [Bool?] = [nil, nil, nil]
         var agrees = true
         // Headers that said what was predicted: none (no span allowed a guess) teaches nothing.
         var confirmed = 0
-        for index in layout.spans.indices {
-            let span = layout.spans[index]
-            guard span.end <= layout.directoryStart, span.key.length >= 30 else { continue }
+        localHeaderStyle = nil
+        for index in spans.indices where spans[index].offset >= start {
+            let span = spans[index]
+            guard span.end <= directoryStart, span.key.length >= 30 else { continue }
             // The whole local header when its length is the predicted one (one read either way).
             let predicted = agrees ? span.predictedLocalBytes(style: .full) : nil
             guard let header = try? file.bytes(at: span.offset, count: UInt64(predicted?.header.count ?? 30)) else { continue }
-            if span.key.compressedSize > 0, let length = localHeaderLength(header), length <= span.key.length,
+            if span.key.compressedSize > 0, let length = Self.localHeaderLength(header), length <= span.key.length,
                span.key.length - length >= span.key.compressedSize {
-                layout.spans[index].dataOffset = span.offset + length
+                spans[index].dataOffset = span.offset + length
             }
             guard let predicted else { continue }
             let expected = predicted.header
             // The span's length allowed the guess: a header of another length (a longer extra field and a
             // shorter data descriptor add up the same) or other bytes mean this producer's cannot be guessed.
-            guard localHeaderLength(header) == UInt64(expected.count) else {
+            guard Self.localHeaderLength(header) == UInt64(expected.count) else {
                 agrees = false
                 continue
             }
@@ -252,9 +263,24 @@ package struct ZipLayout: Sendable, Equatable {
             confirmed += 1
         }
         if agrees, confirmed > 0 {
-            layout.localHeaderStyle = LocalHeaderStyle(crc32: says[0] ?? false, compressedSize: says[1] ?? false, uncompressedSize: says[2] ?? false)
+            localHeaderStyle = LocalHeaderStyle(crc32: says[0] ?? false, compressedSize: says[1] ?? false, uncompressedSize: says[2] ?? false)
         }
-        return layout
+    }
+
+    /// Whether `self` was compressed as `other` was: no file both hold alike (the same name, CRC-32
+    /// and size) is compressed otherwise in one (another method or compressed size). A compressor at
+    /// one setting gives a file the same bytes every time; once another gives some file another
+    /// length, an equal length is no proof of equal bytes either (Info-ZIP's deflate and zlib give
+    /// some files as many bytes, other ones).
+    package func compressesAlike(_ other: ZipLayout) -> Bool {
+        var theirs: [[UInt8]: Key] = [:]
+        for span in other.spans { theirs[span.key.rawName] = span.key }
+        for span in spans {
+            guard let key = theirs[span.key.rawName], key.crc32 == span.key.crc32, key.uncompressedSize == span.key.uncompressedSize,
+                  span.key.uncompressedSize > 0 else { continue }
+            if key.method != span.key.method || key.compressedSize != span.key.compressedSize { return false }
+        }
+        return true
     }
 }
 
@@ -348,16 +374,22 @@ package struct DeltaPlan: Sendable, Equatable {
     /// Plans bytes `0..<end` of the zip laid out as `new` from the kept zip laid out as `old`: an entry
     /// whose key matches an entry of the kept zip is copied whole (the cheapest way); an entry whose data
     /// key matches one whose data the kept zip holds (``ZipLayout/dataSources``) has its compressed data
-    /// copied, and its local header and data descriptor predicted from the central directory when
-    /// `predict` is set, the kept zip's own local headers say what its central directory does
-    /// (``ZipLayout/localHeaderStyle``) and the span's length allows it
-    /// (``ZipLayout/Span/predictedLocalBytes(style:)``), else
-    /// fetched; the rest (data before the first entry, changed entries, the central directory up to
-    /// `end`) is fetched. Fetches separated by a copy of at most `mergeGap` bytes become one fetch: a
-    /// request, or a part of a multipart answer, costs more than a few bytes.
-    package static func make(new: ZipLayout, old: ZipLayout, end: UInt64, mergeGap: UInt64 = 256, predict: Bool = false) -> DeltaPlan {
-        let kept = old.firstOffsets
-        let data = old.dataSources
+    /// copied, and its local header and data descriptor predicted from the central directory in `style`
+    /// when given (how the new zip's own local headers were seen to be written) and the span's length
+    /// allows it (``ZipLayout/Span/predictedLocalBytes(style:)``), else fetched; the rest (data before
+    /// the first entry, changed entries, the central directory up to `end`) is fetched. When the two
+    /// zips were not compressed alike (``ZipLayout/compressesAlike(_:)``), only stored data is copied:
+    /// a copy that turns out wrong costs the whole zip once more. When what is copied is less than
+    /// ``smallestReuse`` of the zip, nothing is: it is fetched in one range, with no copy to go wrong.
+    /// Fetches separated by a copy of at most `mergeGap` bytes become one fetch: a request, or a part of
+    /// a multipart answer, costs more than a few bytes.
+    package static func make(new: ZipLayout, old: ZipLayout, end: UInt64, mergeGap: UInt64 = 256, style: ZipLayout.LocalHeaderStyle? = nil) -> DeltaPlan {
+        var kept = old.firstOffsets
+        var data = old.dataSources
+        if !new.compressesAlike(old) {
+            kept = kept.filter { $0.key.method == 0 || $0.key.compressedSize == 0 }
+            data = data.filter { $0.key.method == 0 || $0.key.compressedSize == 0 }
+        }
         var pieces: [Piece] = []
         func add(_ offset: UInt64, _ length: UInt64, _ source: UInt64?, header: UInt64? = nil, bytes: [UInt8]? = nil) {
             guard length > 0 else { return }
@@ -379,7 +411,7 @@ package struct DeltaPlan: Sendable, Equatable {
             let length = min(span.end, end) - span.offset
             if let source = kept[span.key], span.end <= end {
                 add(span.offset, length, source)
-            } else if predict, let style = old.localHeaderStyle, let guess = span.predictedLocalBytes(style: style), span.offset + UInt64(guess.header.count) <= end,
+            } else if let style, let guess = span.predictedLocalBytes(style: style), span.offset + UInt64(guess.header.count) <= end,
                       span.key.compressedSize == 0 || data[span.dataKey] != nil {
                 // Up to `end`: an entry the zip's end cuts comes partly with it.
                 let body = span.offset + UInt64(guess.header.count)
@@ -414,6 +446,15 @@ package struct DeltaPlan: Sendable, Equatable {
                 merged.append(piece)
             }
         }
-        return DeltaPlan(pieces: merged)
+        let plan = DeltaPlan(pieces: merged)
+        guard plan.reusedBytes * smallestReuse.denominator >= end * smallestReuse.numerator else {
+            return DeltaPlan(pieces: [Piece(offset: 0, length: end, source: nil)])
+        }
+        return plan
     }
+
+    /// The least a plan copies or predicts, as a fraction of the bytes it plans: a sixteenth. Less saves
+    /// less than the requests and multipart framing of the ranges around it cost in time, and each copy
+    /// is one more way for the assembled zip to fail its signature.
+    package static let smallestReuse = (numerator: UInt64(1), denominator: UInt64(16))
 }

@@ -116,8 +116,12 @@ extension BundleDownloader {
     /// entry whose bytes it already holds and fetching the rest with ranged requests. The new file is
     /// written in order and hashed as it is written; the caller checks its digest against the signature.
     /// With `predict`, the local headers and data descriptors of entries whose compressed data is copied
-    /// are rebuilt from the central directory where their lengths allow (most producers write there
-    /// what the directory says), instead of fetched: a rebuild then fetches little more than the zip's end.
+    /// are rebuilt from the central directory where their lengths allow and the new zip's own local
+    /// headers within its end (fetched anyway) say what the directory does, as most producers write
+    /// them, instead of fetched: a rebuild then fetches little more than the zip's end. A new zip
+    /// compressed otherwise than the kept one lends only its stored data, and one that reuses little
+    /// is fetched in one range (``DeltaPlan/make(new:old:end:mergeGap:style:)``): a change of producer
+    /// costs about the zip, never ranges and then the whole zip.
     func deltaDownload(
         _ url: URL, to path: String, base: String, maxEntries: Int, predict: Bool = true, progress: (@Sendable (DownloadProgress) -> Void)?
     ) async throws -> DeltaOutcome {
@@ -253,7 +257,10 @@ private final class DeltaRun: @unchecked Sendable {
             }
         }
         tailStart = size - UInt64(tail.count)
-        plan = DeltaPlan.make(new: new, old: old, end: tailStart, predict: predict)
+        // Local headers are rebuilt only as the new zip's own, those of the entries in its end, show
+        // them written: the kept zip's producer need not be the new one's.
+        new.learnLocalHeaders(in: ZipTail(bytes: tail, size: size), from: tailStart)
+        plan = DeltaPlan.make(new: new, old: old, end: tailStart, style: predict ? new.localHeaderStyle : nil)
         let newSpans = Dictionary(new.spans.map { ($0.offset, $0) }, uniquingKeysWith: { first, _ in first })
         let oldSpans = Dictionary(old.spans.map { ($0.offset, $0) }, uniquingKeysWith: { first, _ in first })
         let sources = old.dataSources
