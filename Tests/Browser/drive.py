@@ -262,6 +262,70 @@ def hostile(driver, extra):
     check(heading == 'Bridge probe 2.0.0', 'the new version\'s own page is served', heading)
 
 
+def storage_flood(driver, extra):
+    """One app (flood-a) holding 60,000 items floods its secure storage from 48 loops for 10 s while
+    another app (flood-b, another run on the same store) writes and its host page decides: the other
+    app's calls and decisions never wait behind the flood (a bound 40 times the 50 ms aim, which the
+    store-wide lock of each write's sum over the app's rows overran for seconds), and the flood is
+    held at its own app's rate."""
+    for app_id in ['flood-a', 'flood-b']:
+        published = miniapp('publish', HERE + '/probe', '--registry', WORK + '/registry', '--app-id', app_id, '--version-tag', '1.0.0', '--key', WORK + '/key.pem')
+        check(published.returncode == 0, 'publish ' + app_id, published.stderr)
+    cache = WORK + '/cache'
+    url_a, _ = start_run('flood-a', cache, extra)
+    url_b, _ = start_run('flood-b', cache, extra)
+    main_window = driver.current_window_handle
+    driver.get(url_a)
+    click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow (flood-a)')
+    into_app(driver)
+    stored = call(driver, '(function () { var items = {}; for (var i = 0; i < 60000; i++) { items["k" + i] = "v" + i; } return MiniAppBridge.setSecureStorage(items); })()')
+    check(stored == {'ok': None}, 'flood-a stores 60,000 items', stored)
+    driver.execute_script(
+        'window.__flood = {writes: 0, busy: 0, other: 0, reads: 0};'
+        'var end = Date.now() + 10000;'
+        'function loop(n) {'
+        '  if (Date.now() > end) { return; }'
+        '  var item = {}; item["f" + n] = String(Math.random());'
+        '  MiniAppBridge.setSecureStorage(item).then(function () { window.__flood.writes++; }, function (e) {'
+        '    if (e && e.name === "SecureStorageBusyError") { window.__flood.busy++; } else { window.__flood.other++; }'
+        '  }).then(function () { return MiniAppBridge.getSecureStorageItem("k1").then(function () { window.__flood.reads++; }, function () {}); })'
+        '    .then(function () { loop(n); });'
+        '}'
+        'for (var i = 0; i < 48; i++) { loop(i); }')
+    driver.switch_to.new_window('tab')
+    driver.get(url_b)
+    click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow (flood-b)')
+    decisions = call(driver, '(function () {'
+                     ' var session = document.querySelector("meta[name=\\"miniapp-session\\"]").getAttribute("content"), times = [];'
+                     ' function one(i) {'
+                     '  if (i >= 10) { return times; }'
+                     '  var began = performance.now(), decisions = {"rakuten.miniapp.user.POINTS": i % 2 ? "DENIED" : "ALLOWED"};'
+                     '  return fetch("/api/apps/flood-b/permissions", {method: "POST", headers: {"X-Miniapp-Session": session, "Content-Type": "application/json"}, body: JSON.stringify({decisions: decisions})})'
+                     '   .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } times.push(performance.now() - began); return new Promise(function (ok) { setTimeout(ok, 100); }); })'
+                     '   .then(function () { return one(i + 1); });'
+                     ' }'
+                     ' return one(0); })()')
+    check('ok' in decisions and len(decisions['ok']) == 10 and max(decisions['ok']) < 2000, 'the other app\'s host decisions never wait behind the flood', decisions)
+    into_app(driver)
+    writes = call(driver, '(function () {'
+                  ' var times = [];'
+                  ' function one(i) {'
+                  '  if (i >= 20) { return times; }'
+                  '  var began = performance.now();'
+                  '  return MiniAppBridge.setSecureStorage({b: String(i)}).then(function () { times.push(performance.now() - began); return new Promise(function (ok) { setTimeout(ok, 100); }); })'
+                  '   .then(function () { return one(i + 1); });'
+                  ' }'
+                  ' return one(0); })()')
+    check('ok' in writes and len(writes['ok']) == 20 and max(writes['ok']) < 2000, 'the other app\'s storage writes never wait behind the flood', writes)
+    print('   other app during the flood: decisions max %.0f ms, writes max %.0f ms' % (max(decisions['ok']), max(writes['ok'])))
+    driver.close()
+    driver.switch_to.window(main_window)
+    into_app(driver)
+    counts = wait(lambda: (lambda c: c if c['writes'] + c['busy'] > 0 else None)(driver.execute_script('return window.__flood')), 'the flood ran')
+    check(counts['other'] == 0, 'the flood got no answer but success or SecureStorageBusyError', counts)
+    print('   the flood: %s' % counts)
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     with open(WORK + '/profile.json', 'w') as f:
@@ -397,6 +461,7 @@ def main():
         wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and 'closed' in driver.find_element(By.ID, 'status').text, 'closeMiniApp closes the frame on the host page')
 
         hostile(driver, extra)
+        storage_flood(driver, extra)
 
         if SAMPLE:
             published = miniapp('publish', SAMPLE, '--registry', WORK + '/registry', '--app-id', 'js-sample', '--version-tag', '1.0.0', '--key', WORK + '/key.pem')
