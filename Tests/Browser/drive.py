@@ -423,9 +423,11 @@ def main():
 
         # Secure storage: kept across a reload, limited, and per app.
         check(call(driver, 'MiniAppBridge.setSecureStorage({greeting: "こんにちは", other: "x"})') == {'ok': None}, 'setSecureStorage')
+        before_reload = call(driver, CAPTURE % 'window')['ok']
         driver.execute_script('location.reload()')
         time.sleep(0.5)
         into_app(driver)
+        check(wait(lambda: refused(raw_call(driver, 'getUniqueId', None, before_reload)), 'the reloaded page\'s old capability ends'), 'the capability of the page a reload replaced is ended')
         wait(lambda: driver.execute_script('return window.MiniAppBridge.isSecureStorageReady'), 'secure storage is ready after a reload')
         check(call(driver, 'MiniAppBridge.getSecureStorageItem("greeting")') == {'ok': 'こんにちは'}, 'secure storage keeps items across a reload')
         check(call(driver, 'MiniAppBridge.getSecureStorageItem("missing")') == {'ok': None}, 'a missing item is null')
