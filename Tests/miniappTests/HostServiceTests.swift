@@ -102,17 +102,35 @@ import Testing
             let again = try await call(client, .POST, host.url + "apps/hello/download?force=1")
             #expect(again.status == 200 && again.body.contains(#""source":"network""#), "\(again)")
 
-            // The loaded app runs in the browser host: its bridge answers on the app's own origin only.
+            // The loaded app runs in the browser host: its bridge answers on the app's own origin only,
+            // under a capability its host page grants while the gate is open.
             #expect(refused.body.replacingOccurrences(of: "\\/", with: "/").contains(host.browser + "apps/hello"), "\(refused)")
             let port = try #require(URL(string: host.browser)?.port)
             let origin = "http://hello.localhost:\(port)"
+            let bridge = "http://127.0.0.1:\(port)/__miniapp/bridge"
             let message = #"{"id": "m1", "action": "getUniqueId"}"#
-            let answer = try await call(client, .POST, "http://127.0.0.1:\(port)/__miniapp/bridge", headers: [("Host", "hello.localhost:\(port)"), ("Origin", origin), ("Content-Type", "application/json")], body: message)
+            let appHeaders = [("Host", "hello.localhost:\(port)"), ("Origin", origin), ("Content-Type", "application/json")]
+            let forged = try await call(client, .POST, bridge, headers: appHeaders, body: message)
+            #expect(forged.status == 403 && forged.body.contains("AuthorizationFailureError"), "\(forged)")
+            let hostPage = try await call(client, .GET, "http://127.0.0.1:\(port)/apps/hello", headers: [("Host", "localhost:\(port)")])
+            let session = try #require(hostPage.body.firstMatch(of: /name="miniapp-session" content="([0-9a-f]{64})"/)?.1)
+            let hostHeaders = [("Host", "localhost:\(port)"), ("X-Miniapp-Session", String(session)), ("Content-Type", "application/json")]
+            let grants = "http://127.0.0.1:\(port)/api/apps/hello/grants"
+            // USER_NAME was denied above: the gate is closed, and no capability is granted.
+            #expect(try await call(client, .POST, grants, headers: hostHeaders, body: "{}").status == 403)
+            #expect(try await call(client, .POST, host.url + "apps/hello/permissions/USER_NAME/grant").status == 200)
+            let granted = try await call(client, .POST, grants, headers: hostHeaders, body: "{}")
+            let capability = try #require(granted.body.firstMatch(of: /"capability":"([0-9a-f]{64})"/)?.1, "\(granted)")
+            let held = appHeaders + [("X-Miniapp-Capability", String(capability))]
+            let answer = try await call(client, .POST, bridge, headers: held, body: message)
             #expect(answer.status == 200 && answer.body.contains(#""id":"m1","success":""#), "\(answer)")
-            let foreign = try await call(client, .POST, "http://127.0.0.1:\(port)/__miniapp/bridge", headers: [("Host", "hello.localhost:\(port)"), ("Origin", "http://other.localhost:\(port)"), ("Content-Type", "application/json")], body: message)
+            let foreign = try await call(client, .POST, bridge, headers: [("Host", "hello.localhost:\(port)"), ("Origin", "http://other.localhost:\(port)"), ("Content-Type", "application/json"), ("X-Miniapp-Capability", String(capability))], body: message)
             #expect(foreign.status == 403, "\(foreign)")
-            let denied = try await call(client, .POST, "http://127.0.0.1:\(port)/__miniapp/bridge", headers: [("Host", "hello.localhost:\(port)"), ("Origin", origin), ("Content-Type", "application/json")], body: #"{"id": "m2", "action": "getUserName"}"#)
-            #expect(denied.body.contains("userDenied"), "\(denied)")
+            let photo = try await call(client, .POST, bridge, headers: held, body: #"{"id": "m2", "action": "getProfilePhoto"}"#)
+            #expect(photo.body.contains("userDenied"), "\(photo)")
+            // The host page gives it back: refused from then on.
+            #expect(try await call(client, .DELETE, grants + "/" + capability, headers: hostHeaders).status == 200)
+            #expect(try await call(client, .POST, bridge, headers: held, body: message).status == 403)
             #expect(try await call(client, .GET, "http://127.0.0.1:\(port)/", headers: [("Host", "evil.example:\(port)")]).status == 421)
         } catch {
             try await client.shutdown()
