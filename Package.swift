@@ -144,6 +144,8 @@ let package = Package(
         ),
         // The permission store benchmark's worker (Benchmarks/permissions).
         .executableTarget(name: "miniapp-store-bench", dependencies: ["MiniAppPermissions"], path: "Benchmarks/StoreBench"),
+        // The bridge benchmark's in-process worker (Benchmarks/bridge): what the capability check adds to a call.
+        .executableTarget(name: "miniapp-bridge-bench", dependencies: ["MiniAppBridge"], path: "Benchmarks/BridgeBench"),
         // The time-zone benchmark's worker (Benchmarks/tz): extraction alone, with TZ unset and set.
         .executableTarget(name: "miniapp-extract-bench", dependencies: ["MiniAppCore"], path: "Benchmarks/ExtractBench"),
         .target(
