@@ -171,6 +171,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "MiniAppWebHostTests",
+            dependencies: ["MiniAppWebHost", "MiniAppBridge", "MiniAppTestSupport"]
+        ),
+        .testTarget(
             name: "miniappTests",
             dependencies: [
                 "miniapp", "miniapp-host", "miniapp-quickstart", "MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport",

@@ -14,10 +14,30 @@ enum BridgeScript {
     /// The script, reporting `platform`, for a host page on `port`.
     static func source(platform: String, port: Int) -> String {
         let hosts = JSONText.encode(.array(["http://localhost:\(port)", "http://127.0.0.1:\(port)"].map { .string($0) }))
-        return "(function(){var PLATFORM=" + JSONText.encode(.string(platform)) + ", HOSTS=" + hosts + ";\n" + body + "})();\n"
+        return "(function(){var PLATFORM=" + JSONText.encode(.string(platform)) + ", HOSTS=" + hosts + ";\n" + head + "\n" + methods + tail + "})();\n"
     }
 
-    private static let body = #"""
+    /// The bridge's methods, one per script method of every declared action (``BridgeDispatcher``'s
+    /// table), each a function sending its action with the SDK's parameter shape; a method with several
+    /// paths is one function under each.
+    static let methods: String = {
+        var text = "function define(path, method) {\n"
+            + "  var parts = path.split('.'), target = bridge;\n"
+            + "  if (parts.length === 2) { target = bridge[parts[0]] || (bridge[parts[0]] = {}); }\n"
+            + "  target[parts[parts.length - 1]] = method;\n"
+            + "}\n"
+        for declaration in BridgeDispatcher.declarationList {
+            for method in declaration.methods {
+                let name = JSONText.encode(.string(declaration.name))
+                text += "(function (method) { " + method.paths.map { "define(" + JSONText.encode(.string($0)) + ", method);" }.joined(separator: " ") + " })("
+                    + "function (\(method.arguments)) { return call(\(name), \(method.param), '\(method.form.rawValue)', \(method.parsesErrors)); });\n"
+            }
+        }
+        return text
+    }()
+
+    /// Before the methods: the calls' plumbing and the bridge object without its methods.
+    private static let head = #"""
 'use strict';
 if (window.MiniAppBridge) { return; }
 var ENDPOINT = '/__miniapp/bridge', EVENTS = '/__miniapp/events';
@@ -87,43 +107,6 @@ function call(action, param, kind, parsedErrors) {
 }
 function trimBanner(text) { return text && text.length > 128 ? text.substring(0, 127) + '\u2026' : (text === undefined ? null : text); }
 function withBanner(message) { var copy = Object.assign({}, message); copy.bannerMessage = trimBanner(message && message.bannerMessage); return copy; }
-var preferences = {
-  set: function (key, value) { return call('setMiniAppPreference', { preferenceKey: key, preferenceValue: value }, 'raw', true); },
-  get: function (key) { return call('getMiniAppPreference', { preferenceKey: key }, 'raw', true); },
-  remove: function (key) { return call('removeMiniAppPreference', { preferenceKey: key }, 'raw', true); },
-  clearMiniAppPreferences: function () { return call('clearMiniAppPreferences', null, 'raw', true); }
-};
-var browserManager = {
-  launchExternalBrowser: function (url) { return call('launchExternalBrowser', { url: url }, 'bool', true); },
-  launchInternalBrowser: function (url) { return call('launchInternalBrowser', { url: url }, 'bool', true); },
-  loadUsingHTMLString: function (html) { return call('loadUsingHTMLString', { htmlString: html }, 'bool', true); }
-};
-var userProfileManager = {
-  isLoggedIn: function () { return call('isLoggedIn', null, 'bool', true); },
-  triggerLoginUI: function () { return call('triggerLoginUI', null, 'bool', true); },
-  forceLogout: function () { return call('forceLogout', null, 'bool', true); }
-};
-var webviewConfigManager = {
-  allowBackForwardNavigationGestures: function (allow) { return call('allowBackForwardNavigationGestures', { shouldAllowNavigationGestures: allow }, 'bool', true); },
-  forceInternalWebView: function (force) { return call('forceInternalWebView', { shouldOpenInNativeWebView: force }, 'bool', true); }
-};
-var utilityManager = {
-  logEvent: function (message, type) { return call('logEvent', { logMessage: message, logType: type === undefined ? 'debug' : type }, 'bool', true); },
-  getPermissionStatus: function (name) { return call('getPermissionStatus', { permissionName: name }, 'raw', true); },
-  launchAppSettings: function () { return call('launchAppSettings', null, 'bool', true); },
-  launchAppUsingDeeplink: function (url) { return call('launchAppUsingDeeplink', { url: url }, 'bool', true); },
-  launchAppUsingPackageName: function (name) { return call('launchAppUsingPackageName', { packageName: name }, 'bool', true); },
-  isAppInstalledInDevice: function (target) {
-    return call('isAppInstalledInDevice', String(target).indexOf('://') >= 0 ? { url: target } : { packageName: target }, 'bool', true);
-  }
-};
-var notificationBridge = {
-  shouldClearNotifications: function (type) { return call('shouldClearNotifications', { notificationType: type }, 'bool', true); },
-  shouldUpdateBadgeNumber: function (count) { return call('shouldUpdateBadgeNumber', { badgeNumber: count }, 'bool', true); },
-  shouldUpdateNotificationInfo: function (info) { return call('shouldUpdateNotificationInfo', { notificationInfo: info }, 'bool', true); }
-};
-var galleryManager = { getImageFromGallery: function () { return call('getImageFromGallery', null, 'raw', true); } };
-var oneClickSdk = { startICChipKyc: function (config) { return call('startICChipKyc', config, 'bool', true); } };
 var executor = {
   exec: exec,
   execEvents: function (event) { window.dispatchEvent(event); },
@@ -131,9 +114,6 @@ var executor = {
 };
 var bridge = {
   executor: executor, platform: PLATFORM, isSecureStorageReady: false, secureStorageLoadError: null,
-  preferences: preferences, browserManager: browserManager, userProfileManager: userProfileManager,
-  webviewConfigManager: webviewConfigManager, utilityManager: utilityManager, notificationBridge: notificationBridge,
-  galleryManager: galleryManager, oneClickSdk: oneClickSdk,
   execSuccessCallback: function (id, value) {
     if (value) { answer(id, value); } else { bridge.execErrorCallback(id, 'Unknown Error'); }
   },
@@ -146,70 +126,12 @@ var bridge = {
   execCustomEventsCallback: function (type, value) { executor.execEvents(new CustomEvent(type, { detail: { message: value } })); },
   execKeyboardEventsCallback: function (type, message, navigationBarHeight, screenHeight, keyboardHeight) {
     executor.execEvents(new CustomEvent(type, { detail: { message: message, navigationBarHeight: navigationBarHeight, screenHeight: screenHeight, keyboardHeight: keyboardHeight } }));
-  },
-  getUniqueId: function () { return call('getUniqueId', null, 'raw', false); },
-  getMessagingUniqueId: function () { return call('getMessagingUniqueId', null, 'raw', false); },
-  getMauid: function () { return call('getMauid', null, 'raw', false); },
-  requestPermission: function (permission) { return call('requestPermission', { permission: permission }, 'raw', false); },
-  showInterstitialAd: function (id) { return call('showAd', { adType: 0, adUnitId: id }, 'raw', false); },
-  loadInterstitialAd: function (id) { return call('loadAd', { adType: 0, adUnitId: id }, 'raw', false); },
-  loadRewardedAd: function (id) { return call('loadAd', { adType: 1, adUnitId: id }, 'raw', false); },
-  showRewardedAd: function (id) { return call('showAd', { adType: 1, adUnitId: id }, 'json', false); },
-  requestCustomPermissions: function (permissions) { return call('requestCustomPermissions', { permissions: permissions }, 'json', false); },
-  shareInfo: function (info) { return call('shareInfo', { shareInfo: info }, 'raw', false); },
-  getUserName: function () { return call('getUserName', null, 'raw', false); },
-  getProfilePhoto: function () { return call('getProfilePhoto', null, 'raw', false); },
-  getContacts: function (encoded) { return call('getContacts', { isContactsEncodingRequired: encoded }, 'json', false); },
-  getAccessToken: function (audience, scopes) { return call('getAccessToken', { audience: audience, scopes: scopes }, 'token', true); },
-  getExchangeToken: function (audience, scopes) { return call('getExchangeToken', { audience: audience, scopes: scopes }, 'token', true); },
-  setScreenOrientation: function (action) { return call('setScreenOrientation', { action: action }, 'raw', false); },
-  sendMessageToContact: function (message) { return call('sendMessageToContact', { messageToContact: withBanner(message) }, 'nullable', false); },
-  sendMessageToContactId: function (id, message) { return call('sendMessageToContactId', { contactId: id, messageToContact: withBanner(message) }, 'nullable', false); },
-  sendMessageToMultipleContacts: function (message) { return call('sendMessageToMultipleContacts', { messageToContact: withBanner(message) }, 'jsonNullable', false); },
-  getPoints: function () { return call('getPoints', null, 'json', true); },
-  getHostEnvironmentInfo: function () { return call('getHostEnvironmentInfo', null, 'environment', false); },
-  downloadFile: function (filename, url, headers) { return call('downloadFile', { filename: filename, url: url, headers: headers }, 'nullable', true); },
-  setSecureStorage: function (items) { return call('setSecureStorageItems', { secureStorageItems: items }, 'none', true); },
-  getSecureStorageItem: function (key) { return call('getSecureStorageItem', { secureStorageKey: key }, 'raw', true); },
-  removeSecureStorageItems: function (keys) { return call('removeSecureStorageItems', { secureStorageKeyList: keys }, 'none', true); },
-  clearSecureStorage: function () { return call('clearSecureStorage', null, 'none', true); },
-  getSecureStorageSize: function () { return call('getSecureStorageSize', null, 'json', true); },
-  setCloseAlert: function (info) { return call('setCloseAlert', { closeAlertInfo: info }, 'raw', true); },
-  sendJsonToHostapp: function (info) { return call('sendJsonToHostapp', { jsonInfo: info }, 'raw', true); },
-  sendInfoToHostapp: function (info) { return call('sendInfoToHostapp', { universalBridgeInfo: info }, 'raw', true); },
-  closeMiniApp: function (withAlert) { return call('closeMiniApp', { withConfirmationAlert: withAlert }, 'raw', true); },
-  miniAppFinishedLoading: function () { return call('miniAppFinishedLoading', null, 'raw', false); },
-  getAllProducts: function () { return call('getAllProducts', null, 'json', true); },
-  purchaseProductWith: function (id) { return call('purchaseProductWith', { productId: id }, 'json', true); },
-  consumePurchaseWith: function (id, transactionId) { return call('consumeProductWith', { productId: id, productTransactionId: transactionId }, 'json', true); },
-  getHostAppThemeColors: function () { return call('getHostAppThemeColors', null, 'json', true); },
-  isDarkMode: function () { return call('isDarkMode', null, 'bool', true); },
-  sendAnalytics: function (info) { return call('sendAnalytics', { analyticsInfo: info }, 'raw', true); },
-  configureAnalytics: function (config) { return call('configureAnalytics', config, 'raw', true); },
-  getAllCookies: function () { return call('getAllCookies', null, 'json', true); },
-  getCookies: function (names) { return call('getCookies', { cookieList: names }, 'json', true); },
-  set: preferences.set, get: preferences.get, remove: preferences.remove, clearMiniAppPreferences: preferences.clearMiniAppPreferences,
-  shouldClearNotifications: notificationBridge.shouldClearNotifications,
-  shouldUpdateBadgeNumber: notificationBridge.shouldUpdateBadgeNumber,
-  shouldUpdateNotificationInfo: notificationBridge.shouldUpdateNotificationInfo,
-  getFeatureList: function () { return call('getFeatureList', null, 'json', true); },
-  getPhoneNumber: function () { return call('getPhoneNumber', null, 'raw', false); },
-  canOpenAppDeeplink: function (url) { return call('canOpenAppDeeplink', { deeplinkURL: url }, 'bool', false); },
-  isAppDeeplinkSupported: function (url) { return call('isAppDeeplinkSupported', { deeplinkURL: url }, 'bool', false); },
-  launchExternalBrowser: browserManager.launchExternalBrowser,
-  launchInternalBrowser: browserManager.launchInternalBrowser,
-  getImageFromGallery: galleryManager.getImageFromGallery,
-  isLoggedIn: userProfileManager.isLoggedIn,
-  triggerLoginUI: userProfileManager.triggerLoginUI,
-  allowBackForwardNavigationGestures: webviewConfigManager.allowBackForwardNavigationGestures,
-  forceInternalWebView: webviewConfigManager.forceInternalWebView,
-  logEvent: utilityManager.logEvent,
-  isEsimSupported: function () { return call('isEsimSupported', null, 'bool', true); },
-  setupAndInstallEsim: function (config) { return call('setupAndInstallEsim', { eSimConfig: config }, 'bool', true); },
-  launchAppUsingDeeplink: utilityManager.launchAppUsingDeeplink,
-  launchAppUsingPackageName: utilityManager.launchAppUsingPackageName,
-  isAppInstalledInDevice: utilityManager.isAppInstalledInDevice
+  }
 };
+"""#
+
+    /// After the methods: the global, the capability's greeting, the events.
+    private static let tail = #"""
 Object.defineProperty(window, 'MiniAppBridge', { value: bridge, writable: false, configurable: false, enumerable: true });
 window.addEventListener('miniappsecurestorageready', function () { bridge.isSecureStorageReady = true; });
 window.addEventListener('miniappsecurestorageloaderror', function (event) { bridge.secureStorageLoadError = parseError(event.detail && event.detail.message); });

@@ -1,0 +1,192 @@
+import MiniAppCore
+
+/// How the injected script turns an answer's text into what the SDK's method resolves with, as the SDK's
+/// own bridge does for the action.
+package enum BridgeAnswerForm: String, Sendable, CaseIterable {
+    /// The text as it is.
+    case raw
+    /// The text parsed as JSON.
+    case json
+    /// `"true"` or `"1"` is `true`, anything else `false`.
+    case bool
+    /// Nothing (`undefined`).
+    case none
+    /// The text, or `null` for `"null"`.
+    case nullable
+    /// The text parsed as JSON, or `null` for `"null"`.
+    case jsonNullable
+    /// An access token: its `validUntil` (epoch milliseconds) made a `Date`.
+    case token
+    /// The host's environment, with the bridge's `platform` added.
+    case environment
+}
+
+/// One method of `window.MiniAppBridge` that sends an action, as the SDK calls it.
+package struct BridgeScriptMethod: Sendable {
+    /// Where the method is: `getUserName`, or a member of one of the bridge's objects such as
+    /// `utilityManager.logEvent`; further paths name the same function.
+    package let paths: [String]
+    /// The method's JS parameter list.
+    package let arguments: String
+    /// The JS expression of the message's `param` (`null` when the action takes none).
+    package let param: String
+    /// How the answer's text becomes the method's result.
+    package let form: BridgeAnswerForm
+    /// Whether a rejection is the SDK's typed error (what `parseMiniAppError` makes of `{type, message}`)
+    /// or the host's text as sent: the SDK's bridge does one or the other per action.
+    package let parsesErrors: Bool
+
+    init(_ paths: [String], arguments: String = "", param: String = "null", _ form: BridgeAnswerForm, parsesErrors: Bool) {
+        self.paths = paths
+        self.arguments = arguments
+        self.param = param
+        self.form = form
+        self.parsesErrors = parsesErrors
+    }
+}
+
+/// One action of the SDK's bridge, declared once: its name, whether this bridge answers it, the custom
+/// permission that gates it, and the script methods that send it.
+///
+/// ``BridgeDispatcher`` answers exactly the actions declared here (a host's own actions aside), checks
+/// `permission` before the host is asked, and lists the answered ones in `getFeatureList`; the browser
+/// host's script is made from `methods`. A new action is one declaration here and, when answered, its
+/// case in ``BridgeDispatcher``'s dispatch (a test fails when either is missing).
+package struct BridgeActionDeclaration: Sendable {
+    /// What the bridge does with the action.
+    package enum Answer: Sendable, Equatable {
+        /// The bridge answers it, from its own state or the host's services.
+        case answered
+        /// The SDK sends it and this bridge has no way to carry it out: the SDK's not-supported error,
+        /// unless the host registered an action of that name.
+        case notSupported
+    }
+
+    package let name: String
+    package let answer: Answer
+    /// The custom permission the manifest must declare and the store must say `ALLOWED` before the host
+    /// is asked; `nil` when the action needs none (or decides by its parameters, as `requestPermission`).
+    package let permission: KnownPermission?
+    package let methods: [BridgeScriptMethod]
+
+    private init(name: String, answer: Answer, permission: KnownPermission?, methods: [BridgeScriptMethod]) {
+        self.name = name
+        self.answer = answer
+        self.permission = permission
+        self.methods = methods
+    }
+
+    init(_ name: String, _ answer: Answer, permission: KnownPermission? = nil, _ methods: BridgeScriptMethod...) {
+        self.init(name: name, answer: answer, permission: permission, methods: methods)
+    }
+
+    /// An action the bridge answers.
+    init(_ name: String, permission: KnownPermission? = nil, _ methods: BridgeScriptMethod...) {
+        self.init(name: name, answer: .answered, permission: permission, methods: methods)
+    }
+}
+
+extension BridgeDispatcher {
+    /// Every action of the SDK's bridge, by name.
+    package static let declarations: [String: BridgeActionDeclaration] = Dictionary(
+        uniqueKeysWithValues: declarationList.map { ($0.name, $0) }
+    )
+
+    /// Every action of the SDK's bridge, in the order the script defines their methods.
+    package static let declarationList: [BridgeActionDeclaration] = [
+        // Identity and environment.
+        .init("getUniqueId", BridgeScriptMethod(["getUniqueId"], .raw, parsesErrors: false)),
+        .init("getMessagingUniqueId", BridgeScriptMethod(["getMessagingUniqueId"], .raw, parsesErrors: false)),
+        .init("getMauid", BridgeScriptMethod(["getMauid"], .raw, parsesErrors: false)),
+        .init("getHostEnvironmentInfo", BridgeScriptMethod(["getHostEnvironmentInfo"], .environment, parsesErrors: false)),
+        .init("isDarkMode", BridgeScriptMethod(["isDarkMode"], .bool, parsesErrors: true)),
+        .init("getHostAppThemeColors", BridgeScriptMethod(["getHostAppThemeColors"], .json, parsesErrors: true)),
+        .init("getFeatureList", BridgeScriptMethod(["getFeatureList"], .json, parsesErrors: true)),
+        .init("setScreenOrientation", BridgeScriptMethod(["setScreenOrientation"], arguments: "action", param: "{ action: action }", .raw, parsesErrors: false)),
+        .init("closeMiniApp", BridgeScriptMethod(["closeMiniApp"], arguments: "withAlert", param: "{ withConfirmationAlert: withAlert }", .raw, parsesErrors: true)),
+        .init("miniAppFinishedLoading", BridgeScriptMethod(["miniAppFinishedLoading"], .raw, parsesErrors: false)),
+        .init("setCloseAlert", BridgeScriptMethod(["setCloseAlert"], arguments: "info", param: "{ closeAlertInfo: info }", .raw, parsesErrors: true)),
+        // Permissions.
+        .init("requestCustomPermissions", BridgeScriptMethod(["requestCustomPermissions"], arguments: "permissions", param: "{ permissions: permissions }", .json, parsesErrors: false)),
+        .init("getPermissionStatus", BridgeScriptMethod(["utilityManager.getPermissionStatus"], arguments: "name", param: "{ permissionName: name }", .raw, parsesErrors: true)),
+        .init("requestPermission", BridgeScriptMethod(["requestPermission"], arguments: "permission", param: "{ permission: permission }", .raw, parsesErrors: false)),
+        // The user's data, each behind its custom permission.
+        .init("getUserName", permission: .userName, BridgeScriptMethod(["getUserName"], .raw, parsesErrors: false)),
+        .init("getProfilePhoto", permission: .profilePhoto, BridgeScriptMethod(["getProfilePhoto"], .raw, parsesErrors: false)),
+        .init("getContacts", permission: .contactList, BridgeScriptMethod(["getContacts"], arguments: "encoded", param: "{ isContactsEncodingRequired: encoded }", .json, parsesErrors: false)),
+        .init("getAccessToken", permission: .accessToken, BridgeScriptMethod(["getAccessToken"], arguments: "audience, scopes", param: "{ audience: audience, scopes: scopes }", .token, parsesErrors: true)),
+        .init("getExchangeToken", permission: .accessToken, BridgeScriptMethod(["getExchangeToken"], arguments: "audience, scopes", param: "{ audience: audience, scopes: scopes }", .token, parsesErrors: true)),
+        .init("getPoints", permission: .points, BridgeScriptMethod(["getPoints"], .json, parsesErrors: true)),
+        .init("getPhoneNumber", BridgeScriptMethod(["getPhoneNumber"], .raw, parsesErrors: false)),
+        .init("sendMessageToContact", permission: .sendMessage,
+              BridgeScriptMethod(["sendMessageToContact"], arguments: "message", param: "{ messageToContact: withBanner(message) }", .nullable, parsesErrors: false)),
+        .init("sendMessageToContactId", permission: .sendMessage,
+              BridgeScriptMethod(["sendMessageToContactId"], arguments: "id, message", param: "{ contactId: id, messageToContact: withBanner(message) }", .nullable, parsesErrors: false)),
+        .init("sendMessageToMultipleContacts", permission: .sendMessage,
+              BridgeScriptMethod(["sendMessageToMultipleContacts"], arguments: "message", param: "{ messageToContact: withBanner(message) }", .jsonNullable, parsesErrors: false)),
+        .init("downloadFile", permission: .fileDownload,
+              BridgeScriptMethod(["downloadFile"], arguments: "filename, url, headers", param: "{ filename: filename, url: url, headers: headers }", .nullable, parsesErrors: true)),
+        // Secure storage.
+        .init("setSecureStorageItems", BridgeScriptMethod(["setSecureStorage"], arguments: "items", param: "{ secureStorageItems: items }", .none, parsesErrors: true)),
+        .init("getSecureStorageItem", BridgeScriptMethod(["getSecureStorageItem"], arguments: "key", param: "{ secureStorageKey: key }", .raw, parsesErrors: true)),
+        .init("removeSecureStorageItems", BridgeScriptMethod(["removeSecureStorageItems"], arguments: "keys", param: "{ secureStorageKeyList: keys }", .none, parsesErrors: true)),
+        .init("clearSecureStorage", BridgeScriptMethod(["clearSecureStorage"], .none, parsesErrors: true)),
+        .init("getSecureStorageSize", BridgeScriptMethod(["getSecureStorageSize"], .json, parsesErrors: true)),
+        // The user's session and the device.
+        .init("isLoggedIn", BridgeScriptMethod(["userProfileManager.isLoggedIn", "isLoggedIn"], .bool, parsesErrors: true)),
+        .init("canOpenAppDeeplink", BridgeScriptMethod(["canOpenAppDeeplink"], arguments: "url", param: "{ deeplinkURL: url }", .bool, parsesErrors: false)),
+        .init("isAppDeeplinkSupported", BridgeScriptMethod(["isAppDeeplinkSupported"], arguments: "url", param: "{ deeplinkURL: url }", .bool, parsesErrors: false)),
+        .init("isEsimSupported", BridgeScriptMethod(["isEsimSupported"], .bool, parsesErrors: true)),
+        // What the app tells its host.
+        .init("sendJsonToHostapp", BridgeScriptMethod(["sendJsonToHostapp"], arguments: "info", param: "{ jsonInfo: info }", .raw, parsesErrors: true)),
+        .init("sendInfoToHostapp", BridgeScriptMethod(["sendInfoToHostapp"], arguments: "info", param: "{ universalBridgeInfo: info }", .raw, parsesErrors: true)),
+        .init("sendAnalytics", BridgeScriptMethod(["sendAnalytics"], arguments: "info", param: "{ analyticsInfo: info }", .raw, parsesErrors: true)),
+        .init("configureAnalytics", BridgeScriptMethod(["configureAnalytics"], arguments: "config", param: "config", .raw, parsesErrors: true)),
+        .init("logEvent", BridgeScriptMethod(["utilityManager.logEvent", "logEvent"], arguments: "message, type", param: "{ logMessage: message, logType: type === undefined ? 'debug' : type }", .bool, parsesErrors: true)),
+        // Sent by the SDK, not carried out by this bridge: a host may answer them with actions of its own.
+        .init("showAd", .notSupported,
+              BridgeScriptMethod(["showInterstitialAd"], arguments: "id", param: "{ adType: 0, adUnitId: id }", .raw, parsesErrors: false),
+              BridgeScriptMethod(["showRewardedAd"], arguments: "id", param: "{ adType: 1, adUnitId: id }", .json, parsesErrors: false)),
+        .init("loadAd", .notSupported,
+              BridgeScriptMethod(["loadInterstitialAd"], arguments: "id", param: "{ adType: 0, adUnitId: id }", .raw, parsesErrors: false),
+              BridgeScriptMethod(["loadRewardedAd"], arguments: "id", param: "{ adType: 1, adUnitId: id }", .raw, parsesErrors: false)),
+        .init("shareInfo", .notSupported, BridgeScriptMethod(["shareInfo"], arguments: "info", param: "{ shareInfo: info }", .raw, parsesErrors: false)),
+        .init("setMiniAppPreference", .notSupported,
+              BridgeScriptMethod(["preferences.set", "set"], arguments: "key, value", param: "{ preferenceKey: key, preferenceValue: value }", .raw, parsesErrors: true)),
+        .init("getMiniAppPreference", .notSupported, BridgeScriptMethod(["preferences.get", "get"], arguments: "key", param: "{ preferenceKey: key }", .raw, parsesErrors: true)),
+        .init("removeMiniAppPreference", .notSupported, BridgeScriptMethod(["preferences.remove", "remove"], arguments: "key", param: "{ preferenceKey: key }", .raw, parsesErrors: true)),
+        .init("clearMiniAppPreferences", .notSupported, BridgeScriptMethod(["preferences.clearMiniAppPreferences", "clearMiniAppPreferences"], .raw, parsesErrors: true)),
+        .init("getAllProducts", .notSupported, BridgeScriptMethod(["getAllProducts"], .json, parsesErrors: true)),
+        .init("purchaseProductWith", .notSupported, BridgeScriptMethod(["purchaseProductWith"], arguments: "id", param: "{ productId: id }", .json, parsesErrors: true)),
+        .init("consumeProductWith", .notSupported,
+              BridgeScriptMethod(["consumePurchaseWith"], arguments: "id, transactionId", param: "{ productId: id, productTransactionId: transactionId }", .json, parsesErrors: true)),
+        .init("getAllCookies", .notSupported, BridgeScriptMethod(["getAllCookies"], .json, parsesErrors: true)),
+        .init("getCookies", .notSupported, BridgeScriptMethod(["getCookies"], arguments: "names", param: "{ cookieList: names }", .json, parsesErrors: true)),
+        .init("launchExternalBrowser", .notSupported, BridgeScriptMethod(["browserManager.launchExternalBrowser", "launchExternalBrowser"], arguments: "url", param: "{ url: url }", .bool, parsesErrors: true)),
+        .init("launchInternalBrowser", .notSupported, BridgeScriptMethod(["browserManager.launchInternalBrowser", "launchInternalBrowser"], arguments: "url", param: "{ url: url }", .bool, parsesErrors: true)),
+        .init("loadUsingHTMLString", .notSupported, BridgeScriptMethod(["browserManager.loadUsingHTMLString"], arguments: "html", param: "{ htmlString: html }", .bool, parsesErrors: true)),
+        .init("triggerLoginUI", .notSupported, BridgeScriptMethod(["userProfileManager.triggerLoginUI", "triggerLoginUI"], .bool, parsesErrors: true)),
+        .init("forceLogout", .notSupported, BridgeScriptMethod(["userProfileManager.forceLogout"], .bool, parsesErrors: true)),
+        .init("allowBackForwardNavigationGestures", .notSupported,
+              BridgeScriptMethod(["webviewConfigManager.allowBackForwardNavigationGestures", "allowBackForwardNavigationGestures"], arguments: "allow", param: "{ shouldAllowNavigationGestures: allow }", .bool, parsesErrors: true)),
+        .init("forceInternalWebView", .notSupported,
+              BridgeScriptMethod(["webviewConfigManager.forceInternalWebView", "forceInternalWebView"], arguments: "force", param: "{ shouldOpenInNativeWebView: force }", .bool, parsesErrors: true)),
+        .init("launchAppSettings", .notSupported, BridgeScriptMethod(["utilityManager.launchAppSettings"], .bool, parsesErrors: true)),
+        .init("launchAppUsingDeeplink", .notSupported,
+              BridgeScriptMethod(["utilityManager.launchAppUsingDeeplink", "launchAppUsingDeeplink"], arguments: "url", param: "{ url: url }", .bool, parsesErrors: true)),
+        .init("launchAppUsingPackageName", .notSupported,
+              BridgeScriptMethod(["utilityManager.launchAppUsingPackageName", "launchAppUsingPackageName"], arguments: "name", param: "{ packageName: name }", .bool, parsesErrors: true)),
+        .init("isAppInstalledInDevice", .notSupported,
+              BridgeScriptMethod(["utilityManager.isAppInstalledInDevice", "isAppInstalledInDevice"], arguments: "target",
+                    param: "String(target).indexOf('://') >= 0 ? { url: target } : { packageName: target }", .bool, parsesErrors: true)),
+        .init("shouldClearNotifications", .notSupported,
+              BridgeScriptMethod(["notificationBridge.shouldClearNotifications", "shouldClearNotifications"], arguments: "type", param: "{ notificationType: type }", .bool, parsesErrors: true)),
+        .init("shouldUpdateBadgeNumber", .notSupported,
+              BridgeScriptMethod(["notificationBridge.shouldUpdateBadgeNumber", "shouldUpdateBadgeNumber"], arguments: "count", param: "{ badgeNumber: count }", .bool, parsesErrors: true)),
+        .init("shouldUpdateNotificationInfo", .notSupported,
+              BridgeScriptMethod(["notificationBridge.shouldUpdateNotificationInfo", "shouldUpdateNotificationInfo"], arguments: "info", param: "{ notificationInfo: info }", .bool, parsesErrors: true)),
+        .init("getImageFromGallery", .notSupported, BridgeScriptMethod(["galleryManager.getImageFromGallery", "getImageFromGallery"], .raw, parsesErrors: true)),
+        .init("startICChipKyc", .notSupported, BridgeScriptMethod(["oneClickSdk.startICChipKyc"], arguments: "config", param: "config", .bool, parsesErrors: true)),
+        .init("setupAndInstallEsim", .notSupported, BridgeScriptMethod(["setupAndInstallEsim"], arguments: "config", param: "{ eSimConfig: config }", .bool, parsesErrors: true)),
+    ]
+}
