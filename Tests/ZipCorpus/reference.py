@@ -9,7 +9,7 @@ the installer's rules; for ZipCorpusTests. Standard library only.
   reference.py files ZIP        prints {"zipfile": VIEW, "bsdtar": VIEW},
                                 VIEW = {"ok": bool, "error": str, "files": {path: sha256}}
 
-The rules (README, "What a bundle may hold"): a name flagged UTF-8 is UTF-8; an unflagged one is an
+The rules (MiniAppCore.docc, "What a bundle zip may hold"): a name flagged UTF-8 is UTF-8; an unflagged one is an
 Info-ZIP Unicode path (0x7075) when its CRC matches, else UTF-8 when valid, else CP437; names are
 composed (NFC); a name with `\\` and no `/` uses `\\` as separator; empty and `.` components are dropped;
 `__MACOSX/...`, `._*` files and `.DS_Store` are dropped; the bundle is the root when it holds
