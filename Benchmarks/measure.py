@@ -96,7 +96,7 @@ def main():
         "list --json of 10,000 apps / curl of the same list": ("list --json of 10,000 apps (miniapp)", "the same list with curl"),
         "20 apps: --jobs 1 time / --jobs 4 time (speed-up)": ("20 apps, --jobs 1 (miniapp)", "20 apps, --jobs 4 (miniapp)"),
     }
-    # Two readings of each ratio: the ratio of the two medians, and (as issue 25 measures) the median of
+    # Two readings of each ratio: the ratio of the two medians, and (as the goals are read) the median of
     # the ratios of each round, whose two contenders ran seconds apart: the second is steadier when the
     # machine's speed drifts over minutes, as this VM's does.
     ratios = {name: median[a] / median[b] for name, (a, b) in compared.items()}

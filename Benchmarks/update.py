@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The steps of Benchmarks/update (issue 15, delta updates):
+"""The steps of Benchmarks/update (delta updates):
   update.py churn <bundle> <version>                         changes 5% of the files, scattered
   update.py mirror <serve-url> <nginx-url> <registry> <out>  the platform API as static files for nginx
   update.py measure ...                                      times updates, counts what servers sent, measures disk use

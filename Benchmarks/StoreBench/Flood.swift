@@ -1,4 +1,4 @@
-// The flood of Benchmarks/bridge-flood (issue 37): one app holding `--items` small items floods its secure
+// The flood of Benchmarks/bridge-flood: one app holding `--items` small items floods its secure
 // storage with writes and reads from `--tasks` tasks at full speed (a refused call taking the 1 ms of a
 // bridge round trip) for `--seconds`, through one store as a host's bridges share it, while another app
 // makes the store call behind the bridge's setSecureStorageItems and the host records a decision of that
@@ -14,7 +14,7 @@ struct FloodReport: Encodable {
         var p50ms: Double?
         var p99ms: Double?
         var maxMs: Double?
-        /// Whether the p99 is within the 50 ms that issue 37 asks for.
+        /// Whether the p99 is within 50 ms, the bound for another app's call or a decision during a flood.
         var p99Within50ms: Bool
 
         init(_ micros: [Double]) {
