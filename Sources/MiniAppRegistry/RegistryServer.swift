@@ -602,7 +602,7 @@ struct RegistryResponder: HTTPResponder {
 /// (in the background); a moved generation (a version published) is always waited for.
 final class ListingCache: Sendable {
     /// An encoded list and its ETag, computed once: hashing a 10,000-app list (2 MB) for every
-    /// request took `serve` several milliseconds a request (issue 25).
+    /// request took `serve` several milliseconds a request.
     struct Listing {
         var body: ByteBuffer
         var etag: String

@@ -8,7 +8,7 @@ enum Console {
     /// Writes `text` and a newline to stdout, its control characters neutralised (``terminalSafe(_:)``).
     static func output(_ text: String) {
         // Not through `Data(_:)` of the UTF-8 view: its first use looks up a conformance by scanning
-        // every conformance record, about a quarter of a millisecond of a warm `download` (issue 25).
+        // every conformance record, about a quarter of a millisecond of a warm `download`.
         var line = terminalSafe(text) + "\n"
         line.withUTF8 { output(UnsafeRawBufferPointer($0)) }
     }

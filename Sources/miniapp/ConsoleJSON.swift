@@ -3,7 +3,7 @@ import MiniAppKit
 
 /// JSON written by hand, byte for byte as ``Console/json(_:)`` writes it (JSONEncoder: pretty, sorted
 /// keys, slashes as they are; then DEL and C1 escaped), for the documents the most frequent commands
-/// print: a first use of JSONEncoder costs a command about 1 ms (issue 25). Tests compare both.
+/// print: a first use of JSONEncoder costs a command about 1 ms. Tests compare both.
 enum ConsoleJSON {
     /// An install record as `download`, `install` and `load` print it with `--json`, without the
     /// final newline.

@@ -33,7 +33,7 @@ struct Miniapp: AsyncParsableCommand {
         // threads (and one more to start them) while any command parsed cost every command CPU on a
         // two-core machine: without it, release, 3 x 11 interleaved runs, `--version` 11.4-11.9 ->
         // 10.1-10.5 ms, a cache hit of `download --version` 18.2-19.6 -> 17.4-18.1 ms, of `download`
-        // 25.6-28.9 -> 23.8-24.8 ms (issue 25). Only the quick commands below start it early, on this
+        // 25.6-28.9 -> 23.8-24.8 ms. Only the quick commands below start it early, on this
         // thread, which has nothing else to do.
         // The tool's own --version is only `miniapp --version`. ArgumentParser's `version:` would add the
         // flag to every command, where `download --version` is the version id (the help listed both),
@@ -46,8 +46,8 @@ struct Miniapp: AsyncParsableCommand {
         if let command = QuickCommandLine.command(Array(CommandLine.arguments.dropFirst())) {
             // A cache hit of a given version is answered here, on this thread, before any other starts:
             // starting NIO's thread pool, a thread for the command and the hops between them took 0.85 ms
-            // of such a hit's 5.4 from `main` (dynamic build, uprobes, medians of 41 interleaved runs;
-            // issue 25). What it cannot answer (anything else) is run as follows, from the start.
+            // of such a hit's 5.4 from `main` (dynamic build, uprobes, medians of 41 interleaved
+            // runs). What it cannot answer (anything else) is run as follows, from the start.
             do {
                 if try command.runFromCacheNow() { finish() }
             } catch {
@@ -70,7 +70,7 @@ struct Miniapp: AsyncParsableCommand {
             // OpenSSL's set-up (CryptoRuntime.warmUp) is started where hashing is sure to follow: by the
             // installer once a version must be downloaded, repaired or installed, and by `cache verify`.
             // Started here for every command, it cost a cache hit (which hashes nothing) about 0.9 ms of
-            // its 19 (release, 31 interleaved runs, issue 25).
+            // its 19 (release, 31 interleaved runs).
         } catch {
             exitForParseError(error)
         }

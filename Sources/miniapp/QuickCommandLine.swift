@@ -4,7 +4,7 @@ import ArgumentParser
 /// read without ArgumentParser, whose first use cost a cache hit about 3 of its 19 ms: it reflects on
 /// every command on the path, and its property wrappers and reflection make the Swift runtime look up
 /// about 45 protocol conformances, each a scan of the 12,000 conformance records of the binary and its
-/// libraries (perf and uprobes, issue 25).
+/// libraries (perf and uprobes).
 ///
 /// Only a plain subset is read here: the command's name first, then its options as `--name value` or
 /// `--name=value`, its flags, and one app id. Anything else (help, `--`, a repeated option, a value that

@@ -248,7 +248,7 @@ import Testing
         #expect(first == second)
     }
 
-    // MARK: Zips that everyday tools make (issue 13)
+    // MARK: Zips that everyday tools make
 
     @Test func findersMacOSMetadataIsDroppedAndNotCounted() throws {
         // macOS Finder's Compress of a folder App: AppleDouble files under __MACOSX/, .DS_Store inside.

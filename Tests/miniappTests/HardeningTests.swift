@@ -5,7 +5,8 @@ import MiniAppTestSupport
 import NIOConcurrencyHelpers
 import Testing
 
-/// Issue 13's smaller defects, each through the real CLI.
+/// Smaller defects of hostile input and odd environments (named pipes, links, planted files, other
+/// users, huge sizes), each through the real CLI.
 @Suite struct HardeningTests {
     let work = try! TemporaryDirectory.make().path
 

@@ -166,7 +166,7 @@ func freePort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-/// `miniapp serve` facing hostile clients and a registry with planted files (issue 14).
+/// `miniapp serve` facing hostile clients and a registry with planted files.
 @Suite struct ServeHardeningTests {
     let work = try! TemporaryDirectory.make().path
 

@@ -7,12 +7,12 @@ import Foundation
 /// a field of the wrong type is dropped, a URL field is kept only when ``AppRecord``'s would be, and as
 /// the text `URL.absoluteString` gives. A text without escapes stays in place; a text with escapes, or
 /// a URL that Foundation must judge, is decoded once and kept aside. On a list of 10,000 apps, making
-/// the records (strings, URLs) took most of `list`'s time (issue 25).
+/// the records (strings, URLs) took most of `list`'s time.
 package struct AppListText: Sendable {
     /// One text of a record: where its UTF-8 is, and whether it needs no escape.
     package struct Text: Sendable {
         // Inlinable, with what they read, for `list`'s output, which reads every text of every record:
-        // as calls into this module they cost a 10,000-app list about 0.5 ms (issue 25).
+        // as calls into this module they cost a 10,000-app list about 0.5 ms.
         @usableFromInline static var present: UInt32 { 1 << 31 }
         @usableFromInline static var decoded: UInt32 { 1 << 30 }
         @usableFromInline static var plain: UInt32 { 1 << 29 }
@@ -105,7 +105,7 @@ package struct AppListText: Sendable {
 
     private static let maxDepth = 256
     /// A list at least this long is read in two halves at once, on two threads: a list of 10,000 apps
-    /// (2 MB) took about 7-12 ms to read in one pass (issue 25).
+    /// (2 MB) took about 7-12 ms to read in one pass.
     static let splitMinimumBytes = 256 << 10
 
     /// Where the second half of a list might start: the first `{` past the middle that follows a `,`

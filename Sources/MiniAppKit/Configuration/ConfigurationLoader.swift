@@ -193,7 +193,7 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         // Joined by hand: `joined(separator:)` on substrings cost every command 0.2 ms of first-use
-        // runtime work (a protocol-conformance scan and a slow witness lookup; perf, issue 25).
+        // runtime work (a protocol-conformance scan and a slow witness lookup, found with perf).
         var absolute = ""
         for component in components {
             absolute += "/"

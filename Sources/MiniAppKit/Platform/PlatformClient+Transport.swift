@@ -142,7 +142,7 @@ extension PlatformClient {
 
     private static func queryString(_ items: [(String, String)]) -> String {
         // Appended in a loop: `joined(separator:)` here looked up a conformance of `[String]` at run
-        // time, a scan of every conformance record that cost the latest's request about 0.2 ms (issue 25).
+        // time, a scan of every conformance record that cost the latest's request about 0.2 ms.
         var query = ""
         for (index, (name, value)) in items.enumerated() {
             query += index == 0 ? "?" : "&"
@@ -156,7 +156,7 @@ extension PlatformClient {
     /// `value` with every byte of its UTF-8 percent-encoded (`%` and two upper-case hex digits) except
     /// what `CharacterSet.urlQueryAllowed` allows, less `& = + ;`: the same text as Foundation's
     /// `addingPercentEncoding(withAllowedCharacters:)`, which goes through CoreFoundation and cost the
-    /// first request of a `download` about 0.3 ms (issue 25).
+    /// first request of a `download` about 0.3 ms.
     static func queryEncoded(_ value: String) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(value.utf8.count)

@@ -198,7 +198,7 @@ public final class PlatformClient: PlatformAPI {
         var elements = try AppRecord.listElements(answer.body) ?? decode([LenientElement<AppRecord>].self, from: answer, resource: resource).map(\.value)
         let (count, firstIsMalformed) = (elements.count, elements.first.map { $0 == nil } ?? false)
         // The records are moved out, not copied: `compactMap` retained and released every string of
-        // every record (about 5% of a 10,000-app `list`, issue 25).
+        // every record (about 5% of a 10,000-app `list`).
         var records: [AppRecord] = []
         records.reserveCapacity(count)
         while let element = elements.popLast() {
@@ -311,7 +311,7 @@ final class LazyHTTPClient: Sendable {
                 group.addTask {
                     // Only when the answer is slow to come: a refused connection is still known within
                     // ``probeDelay``, and a quick answer (most of them) costs no second connection (about
-                    // 1.2 ms of a one-app `list`, release, 41 interleaved runs, issue 25).
+                    // 1.2 ms of a one-app `list`, release, 41 interleaved runs).
                     try await Task.sleep(for: Self.probeDelay)
                     try await target.probe(timeout: timeout)
                     return nil

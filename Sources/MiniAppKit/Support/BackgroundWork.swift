@@ -34,7 +34,7 @@ final class BackgroundWork: Sendable {
 
     /// The wait itself, kept out of its callers: inlined, it made every caller's async frame set up
     /// the continuation's type on entry, whose first use scans every conformance record (about a
-    /// quarter of a millisecond of a cache hit that waits for nothing; issue 25).
+    /// quarter of a millisecond of a cache hit that waits for nothing).
     @inline(never)
     private func waitForPending() async {
         await withCheckedContinuation { continuation in
