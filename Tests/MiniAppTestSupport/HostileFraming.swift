@@ -29,12 +29,23 @@ public enum HostileFraming: String, CaseIterable, Sendable {
     case missingChunkEnd
     /// A body shorter than its `Content-Length`, then the connection closed.
     case shortBody
+    /// A header field of 200 KB.
+    case hugeHeader
+    /// 20,000 header fields.
+    case manyHeaders
+    /// A status line that is not one.
+    case garbageStatusLine
+    /// Header fields with no status line before them.
+    case noStatusLine
+    /// The connection closed with nothing sent.
+    case emptyAnswer
 
     /// The whole answer: a 200 with `body` framed this way.
     public func wire(_ body: [UInt8]) -> [UInt8] {
         let count = body.count
         let hex = String(count, radix: 16)
-        func head(_ fields: String...) -> [UInt8] { Array((["HTTP/1.1 200 OK"] + fields).joined(separator: "\r\n").utf8) + Array("\r\n\r\n".utf8) }
+        func head(_ fields: [String]) -> [UInt8] { Array((["HTTP/1.1 200 OK"] + fields).joined(separator: "\r\n").utf8) + Array("\r\n\r\n".utf8) }
+        func head(_ fields: String...) -> [UInt8] { head(fields) }
         func chunked(_ size: String) -> [UInt8] {
             head("Transfer-Encoding: chunked") + Array("\(size)\r\n".utf8) + body + Array("\r\n0\r\n\r\n".utf8)
         }
@@ -53,6 +64,11 @@ public enum HostileFraming: String, CaseIterable, Sendable {
         case .chunkedWithLength: return head("Transfer-Encoding: chunked", "Content-Length: \(count)") + Array("\(hex)\r\n".utf8) + body + Array("\r\n0\r\n\r\n".utf8)
         case .missingChunkEnd: return head("Transfer-Encoding: chunked") + Array("\(hex)\r\n".utf8) + body + Array("XX0\r\n\r\n".utf8)
         case .shortBody: return head("Content-Length: \(count + 100)") + body
+        case .hugeHeader: return head("Content-Length: \(count)", "X-Padding: " + String(repeating: "a", count: 200_000)) + body
+        case .manyHeaders: return head(["Content-Length: \(count)"] + (0..<20_000).map { "X-\($0): y" }) + body
+        case .garbageStatusLine: return Array("HTTP/1.1 OK 200 fine\r\nContent-Length: \(count)\r\n\r\n".utf8) + body
+        case .noStatusLine: return Array("Content-Length: \(count)\r\n\r\n".utf8) + body
+        case .emptyAnswer: return []
         }
     }
 }

@@ -132,8 +132,15 @@ final class SocketCanceller: Sendable {
 enum DirectHTTP {
     /// The longest head of an answer accepted (status line and headers).
     static let maxHeadBytes = 64 << 10
-    /// The longest chunk-size line accepted, extensions included.
-    static let maxChunkLineBytes = 4096
+    /// How the body of an answer is delimited.
+    enum Framing {
+        /// `Content-Length`: so many bytes.
+        case length(Int64)
+        /// `Transfer-Encoding: chunked`.
+        case chunked
+        /// Up to the end of the stream.
+        case toEnd
+    }
 
     /// GETs `target` (path and query, percent-encoded) from `endpoint` and returns the whole answer.
     /// A connection that cannot be made at all throws ``ConnectionFailure``; everything else that
@@ -142,26 +149,27 @@ enum DirectHTTP {
         _ endpoint: DirectEndpoint, target: String, headers: HTTPHeaders, network: NetworkSettings,
         deadline: ContinuousClock.Instant, canceller: SocketCanceller
     ) throws -> HTTPAnswer {
-        let connection = try sendRequest(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
+        let (connection, request, decoder) = try sendRequest(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
         defer { canceller.close(connection.descriptor) }
-        return try readAnswer(from: connection, maxBytes: network.maxResponseBytes)
+        return try readAnswer(from: connection, request: request, decoder: decoder, maxBytes: network.maxResponseBytes)
     }
 
     /// A new connection to `endpoint` with the GET of `target` written on it; closed when that fails.
     private static func sendRequest(
         _ endpoint: DirectEndpoint, target: String, headers: HTTPHeaders, network: NetworkSettings,
         deadline: ContinuousClock.Instant, canceller: SocketCanceller
-    ) throws -> Connection {
-        let request = try requestBytes(endpoint, target: target, headers: headers)
+    ) throws -> (Connection, HTTPRequestHead, HTTPAnswerDecoder) {
+        let head = try requestHead(endpoint, target: target, headers: headers)
+        let (decoder, request) = try HTTPAnswerDecoder.start(head)
         let descriptor = try connect(endpoint, timeout: network.connectTimeout, deadline: deadline, canceller: canceller)
         let connection = Connection(descriptor: descriptor, readTimeout: network.readTimeout, deadline: deadline, canceller: canceller)
         do {
-            try connection.write(request)
+            try connection.write(Array(request.readableBytesView))
         } catch {
             canceller.close(descriptor)
             throw error
         }
-        return connection
+        return (connection, head, decoder)
     }
 
     /// Sends a GET of `target` and reads the head of its answer (interim 1xx answers skipped), leaving
@@ -171,33 +179,30 @@ enum DirectHTTP {
         _ endpoint: DirectEndpoint, target: String, headers: HTTPHeaders, network: NetworkSettings,
         deadline: ContinuousClock.Instant, canceller: SocketCanceller
     ) throws -> DirectResponse {
-        let connection = try sendRequest(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
+        let (connection, request, decoder) = try sendRequest(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
         do {
-            var source = ByteSource(connection: connection)
-            while true {
-                let (status, headers) = try parseHead(try source.readHead())
-                if (100..<200).contains(status) {
-                    guard status != 101 else { throw DirectHTTPError.malformed("an upgrade nobody asked for") }
-                    continue
-                }
-                return DirectResponse(status: status, headers: headers, source: source, framing: try framing(status: status, headers: headers), canceller: canceller)
-            }
+            let reader = AnswerReader(connection: connection, request: request, decoder: decoder)
+            let (status, headers) = try reader.head()
+            return DirectResponse(status: status, headers: headers, reader: reader, canceller: canceller)
         } catch {
             canceller.close(connection.descriptor)
             throw error
         }
     }
 
-    static func requestBytes(_ endpoint: DirectEndpoint, target: String, headers: HTTPHeaders) throws -> [UInt8] {
-        var text = "GET \(target) HTTP/1.1\r\nHost: \(endpoint.hostHeader)\r\n"
+    /// The GET of `target`: `Host`, `headers` (names and values checked: no line break or control
+    /// character reaches the wire), and `Connection: close`.
+    static func requestHead(_ endpoint: DirectEndpoint, target: String, headers: HTTPHeaders) throws -> HTTPRequestHead {
+        var fields = HTTPHeaders()
+        fields.add(name: "Host", value: endpoint.hostHeader)
         for (name, value) in headers {
             guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte), value.utf8.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
                 throw DirectHTTPError.invalidHeader(name.utf8.allSatisfy(isTokenByte) ? name : "name")
             }
-            text += "\(name): \(value)\r\n"
+            fields.add(name: name, value: value)
         }
-        text += "Connection: close\r\n\r\n"
-        return Array(text.utf8)
+        fields.add(name: "Connection", value: "close")
+        return HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: fields)
     }
 
     static func isTokenByte(_ byte: UInt8) -> Bool {
@@ -346,29 +351,17 @@ enum DirectHTTP {
         }
     }
 
-    /// Reads the answer to the request written on `connection`: interim 1xx answers are skipped; the
-    /// body is framed by `Transfer-Encoding: chunked`, `Content-Length` or the end of the stream.
-    static func readAnswer(from connection: Connection, maxBytes: Int) throws -> HTTPAnswer {
-        var reader = ByteSource(connection: connection)
-        while true {
-            let head = try reader.readHead()
-            let (status, headers) = try parseHead(head)
-            if (100..<200).contains(status) {
-                guard status != 101 else { throw DirectHTTPError.malformed("an upgrade nobody asked for") }
-                continue
-            }
-            let body: Data
-            switch try framing(status: status, headers: headers) {
-            case .length(let length):
-                guard length <= Int64(maxBytes) else { throw DirectHTTPError.tooLarge }
-                body = try reader.read(exactly: Int(length))
-            case .chunked:
-                body = try reader.readChunked(maxBytes: maxBytes)
-            case .toEnd:
-                body = try reader.readToEnd(maxBytes: maxBytes)
-            }
-            return HTTPAnswer(status: status, headers: headers, body: body)
+    /// Reads the answer to the request written on `connection`, whole.
+    static func readAnswer(from connection: Connection, request: HTTPRequestHead, decoder: HTTPAnswerDecoder, maxBytes: Int) throws -> HTTPAnswer {
+        let reader = AnswerReader(connection: connection, request: request, decoder: decoder)
+        let (status, headers) = try reader.head()
+        if case .length(let length) = try framing(status: status, headers: headers), length > Int64(maxBytes) { throw DirectHTTPError.tooLarge }
+        var body = Data()
+        while let part = try reader.nextBody(bufferBytes: 64 << 10, filling: false) {
+            guard part.readableBytes <= maxBytes - body.count else { throw DirectHTTPError.tooLarge }
+            body.append(contentsOf: part.readableBytesView)
         }
+        return HTTPAnswer(status: status, headers: headers, body: body)
     }
 
     /// How the body of a final answer is delimited (RFC 9112 §6.3). Anything a peer on the path
@@ -376,7 +369,7 @@ enum DirectHTTP {
     /// alone (this client asks for none and decodes no other), `Transfer-Encoding` together with
     /// `Content-Length` (the mark of request smuggling and response splitting), and a
     /// `Content-Length` that is not one decimal number.
-    static func framing(status: Int, headers: HTTPHeaders) throws -> DirectResponse.Framing {
+    static func framing(status: Int, headers: HTTPHeaders) throws -> Framing {
         if status == 204 || status == 304 { return .length(0) }
         let codings = headers["Transfer-Encoding"]
         if !codings.isEmpty {
@@ -386,71 +379,10 @@ enum DirectHTTP {
                 throw DirectHTTPError.malformed("Transfer-Encoding other than chunked alone")
             }
             guard headers["Content-Length"].isEmpty else { throw DirectHTTPError.malformed("both Transfer-Encoding and Content-Length") }
-            return .chunked(left: 0, started: false)
+            return .chunked
         }
         if let length = try contentLength(headers) { return .length(Int64(length)) }
         return .toEnd
-    }
-
-    /// The value of a hexadecimal digit, `nil` for any other byte.
-    private static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a")) + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A")) + 10
-        default: nil
-        }
-    }
-
-    /// The size a chunk's line (without its end) gives, extensions dropped: `1*HEXDIG`, then nothing
-    /// or `BWS ";"` and the extensions (RFC 9112 §7.1). No sign, `0x` or inner space, which
-    /// `Int(_:radix:)` would take (`-1` made a negative size); leading zeros are fine, a size past
-    /// `Int.max` is refused.
-    static func chunkSize(_ line: ArraySlice<UInt8>) throws -> Int {
-        var size = 0
-        var index = line.startIndex
-        while index < line.endIndex, let digit = hexValue(line[index]) {
-            let (shifted, overflowed) = size.multipliedReportingOverflow(by: 16)
-            guard !overflowed else { throw DirectHTTPError.malformed("a chunk size too big") }
-            size = shifted + digit
-            index += 1
-        }
-        guard index > line.startIndex else { throw DirectHTTPError.malformed("chunk size") }
-        let rest = line[index...]
-        guard rest.isEmpty || rest.first(where: { $0 != 0x20 && $0 != 0x09 }) == UInt8(ascii: ";") else {
-            throw DirectHTTPError.malformed("chunk size")
-        }
-        guard rest.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else { throw DirectHTTPError.malformed("chunk extension") }
-        return size
-    }
-
-    /// The status and headers of a head (without its blank line).
-    static func parseHead(_ head: [UInt8]) throws -> (Int, HTTPHeaders) {
-        var lines = head.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line in
-            line.last == UInt8(ascii: "\r") ? line.dropLast() : line
-        }
-        guard !lines.isEmpty else { throw DirectHTTPError.malformed("no status line") }
-        let statusLine = Array(lines.removeFirst())
-        // HTTP/1.x NNN[ reason]
-        guard statusLine.count >= 12, statusLine.starts(with: Array("HTTP/1.".utf8)),
-              (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(statusLine[7]), statusLine[8] == UInt8(ascii: " "),
-              statusLine[9..<12].allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-              statusLine.count == 12 || statusLine[12] == UInt8(ascii: " ")
-        else { throw DirectHTTPError.malformed("status line") }
-        let status = statusLine[9..<12].reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
-        guard status >= 100 else { throw DirectHTTPError.malformed("status line") }
-        var headers = HTTPHeaders()
-        for line in lines where !line.isEmpty {
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
-                  line[line.startIndex..<colon].allSatisfy(isTokenByte)
-            else { throw DirectHTTPError.malformed("header line") }
-            let name = String(decoding: line[line.startIndex..<colon], as: UTF8.self)
-            let value = line[(colon + 1)...].drop(while: { $0 == 0x20 || $0 == 0x09 })
-            var end = value.endIndex
-            while end > value.startIndex, value[end - 1] == 0x20 || value[end - 1] == 0x09 { end -= 1 }
-            headers.add(name: name, value: String(decoding: value[value.startIndex..<end], as: UTF8.self))
-        }
-        return (status, headers)
     }
 
     /// The `Content-Length`, when given: `1*DIGIT` (no sign), at most `Int.max`; a list or repeated
@@ -478,157 +410,117 @@ enum DirectHTTP {
         return length
     }
 
-    /// The bytes of a connection, read as needed, with what was read past a head kept for the body.
-    struct ByteSource {
+    /// The answer on a connection, read as NIO's HTTP/1 decoder needs it.
+    ///
+    /// The decoder runs in an `EmbeddedChannel`, which one thread may use: a download reads the head on
+    /// one thread and the body on another. So the head's bytes (interim answers' included) are kept, and
+    /// a thread other than the one whose decoder read them makes a decoder of its own and hands it the
+    /// same heads before the body.
+    final class AnswerReader {
         let connection: Connection
-        /// Bytes read and not yet used, from `start`.
-        private var pending: [UInt8] = []
-        private var start = 0
+        private let request: HTTPRequestHead
+        private var decoder: HTTPAnswerDecoder
+        private var decoderThread = pthread_self()
+        /// The heads the connection sent, as sent.
+        private var heads = ByteBuffer()
+        /// What was read past the final head, not yet given to the decoder.
+        private var leftover = ByteBuffer()
+        private var ended = false
 
-        init(connection: Connection) {
+        init(connection: Connection, request: HTTPRequestHead, decoder: HTTPAnswerDecoder) {
             self.connection = connection
+            self.request = request
+            self.decoder = decoder
         }
 
-        private var available: Int { pending.count - start }
-
-        /// Reads more into `pending`; false at the end of the stream.
-        private mutating func fill() throws -> Bool {
-            let old = pending.count
-            pending.append(contentsOf: repeatElement(0, count: 64 << 10))
-            let connection = self.connection
-            let count = try pending.withUnsafeMutableBytes { try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[old...])) }
-            pending.removeLast(pending.count - old - count)
-            return count > 0
-        }
-
-        /// Drops the bytes used, when all were.
-        private mutating func compact() {
-            if start > 0, start == pending.count {
-                pending.removeAll(keepingCapacity: true)
-                start = 0
-            }
-        }
-
-        /// A head's bytes without the blank line that ends it.
-        mutating func readHead() throws -> [UInt8] {
-            compact()
-            var searched = start
+        /// The status and headers of the final answer (interim 1xx answers are dropped by the decoder),
+        /// checked against this client's framing policy.
+        func head() throws -> (Int, HTTPHeaders) {
+            var pending = ByteBuffer()
             while true {
-                if let end = headEnd(from: searched) {
-                    guard end.head - start <= DirectHTTP.maxHeadBytes else { throw DirectHTTPError.malformed("the head is larger than \(DirectHTTP.maxHeadBytes) bytes") }
-                    let head = Array(pending[start..<end.head])
-                    start = end.body
-                    return head
+                if let end = Self.headEnd(in: pending.readableBytesView) {
+                    let head = pending.readSlice(length: end)!
+                    heads.writeImmutableBuffer(head)
+                    try decoder.feed(head)
+                    guard case .head(let final)? = decoder.nextPart() else { continue }
+                    leftover = pending
+                    let status = Int(final.status.code)
+                    guard status != 101 else { throw DirectHTTPError.malformed("an upgrade nobody asked for") }
+                    _ = try DirectHTTP.framing(status: status, headers: final.headers)
+                    return (status, final.headers)
                 }
-                guard available <= DirectHTTP.maxHeadBytes else { throw DirectHTTPError.malformed("the head is larger than \(DirectHTTP.maxHeadBytes) bytes") }
-                searched = max(start, pending.count - 3)
-                guard try fill() else { throw DirectHTTPError.closedEarly }
+                guard pending.readableBytes <= DirectHTTP.maxHeadBytes else {
+                    throw DirectHTTPError.malformed("the head is larger than \(DirectHTTP.maxHeadBytes) bytes")
+                }
+                if try read(into: &pending, bufferBytes: 16 << 10, filling: false) == 0 {
+                    // What came is no head: the decoder says what is wrong with it, else it ended early.
+                    try decoder.feed(pending)
+                    try decoder.close()
+                    throw DirectHTTPError.closedEarly
+                }
             }
         }
 
-        /// Where the head that starts at `start` ends (`\r\n\r\n` or `\n\n`), searching from `from`.
-        private func headEnd(from: Int) -> (head: Int, body: Int)? {
-            var index = from
-            while index < pending.count {
-                if pending[index] == UInt8(ascii: "\n") {
-                    if index + 1 < pending.count, pending[index + 1] == UInt8(ascii: "\n") { return (index, index + 2) }
-                    if index + 2 < pending.count, pending[index + 1] == UInt8(ascii: "\r"), pending[index + 2] == UInt8(ascii: "\n") { return (index, index + 3) }
-                }
-                index += 1
+        /// Where the first head in `bytes` ends (past its blank line: `\r\n\r\n`, or `\n\n` as a lenient
+        /// peer may end it), if it has.
+        static func headEnd(in bytes: ByteBufferView) -> Int? {
+            var index = bytes.startIndex
+            while let newline = bytes[index...].firstIndex(of: UInt8(ascii: "\n")) {
+                let next = bytes.index(after: newline)
+                if next < bytes.endIndex, bytes[next] == UInt8(ascii: "\n") { return next + 1 - bytes.startIndex }
+                if next + 1 < bytes.endIndex, bytes[next] == UInt8(ascii: "\r"), bytes[next + 1] == UInt8(ascii: "\n") { return next + 2 - bytes.startIndex }
+                index = next
             }
             return nil
         }
 
-        /// Exactly `count` bytes; the stream ending first is an error.
-        mutating func read(exactly count: Int) throws -> Data {
-            var body = Data(count: count)
-            let taken = min(count, available)
-            body.withUnsafeMutableBytes { target in
-                pending.withUnsafeBytes { source in
-                    target.baseAddress!.copyMemory(from: source.baseAddress! + start, byteCount: taken)
-                }
+        /// The next bytes of the body, `nil` once it has ended; reads the connection in buffers of
+        /// `bufferBytes`, each filled whole before it is decoded when `filling` (fewer, larger
+        /// deliveries for a download). An answer cut short throws ``DirectHTTPError/closedEarly``
+        /// once what came before the cut was handed out.
+        func nextBody(bufferBytes: Int, filling: Bool) throws -> ByteBuffer? {
+            if pthread_equal(decoderThread, pthread_self()) == 0 {
+                let (decoder, _) = try HTTPAnswerDecoder.start(request)
+                try decoder.feed(heads)
+                _ = decoder.nextPart()
+                self.decoder = decoder
+                decoderThread = pthread_self()
             }
-            start += taken
-            var filled = taken
+            if leftover.readableBytes > 0 {
+                try decoder.feed(leftover)
+                leftover.clear()
+            }
+            while !ended {
+                if let part = decoder.nextPart() {
+                    switch part {
+                    case .body(let bytes): return bytes
+                    case .end: ended = true
+                    case .head: throw DirectHTTPError.malformed("a second answer")
+                    }
+                    continue
+                }
+                // The stream ended before the answer did.
+                if decoder.isClosed { throw DirectHTTPError.closedEarly }
+                var buffer = ByteBuffer()
+                let count = try read(into: &buffer, bufferBytes: bufferBytes, filling: filling)
+                if buffer.readableBytes > 0 { try decoder.feed(buffer) }
+                if count == 0 || (filling && count < bufferBytes) { try decoder.close() }
+            }
+            return nil
+        }
+
+        /// Reads up to `bufferBytes` into `buffer` (all of them when `filling`, unless the stream ends
+        /// first); the count read, 0 at the end of the stream.
+        private func read(into buffer: inout ByteBuffer, bufferBytes: Int, filling: Bool) throws -> Int {
             let connection = self.connection
-            while filled < count {
-                let read = try body.withUnsafeMutableBytes { try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
-                guard read > 0 else { throw DirectHTTPError.closedEarly }
-                filled += read
-            }
-            return body
-        }
-
-        /// Everything up to the end of the stream.
-        mutating func readToEnd(maxBytes: Int) throws -> Data {
-            while try fill() {
-                guard available <= maxBytes else { throw DirectHTTPError.tooLarge }
-            }
-            guard available <= maxBytes else { throw DirectHTTPError.tooLarge }
-            defer { start = pending.count }
-            return Data(pending[start...])
-        }
-
-        /// Up to `buffer.count` bytes into `buffer`, what was read past the head first; 0 at the end of
-        /// the stream.
-        mutating func readSome(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-            guard !buffer.isEmpty else { return 0 }
-            if available > 0 {
-                let count = min(available, buffer.count)
-                pending.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + start, byteCount: count) }
-                start += count
-                compact()
-                return count
-            }
-            return try connection.read(into: buffer)
-        }
-
-        /// A line ending in `\n` (without it and a `\r` before it), of at most `limit` bytes before
-        /// its end, however the bytes arrived.
-        mutating func readLine(limit: Int) throws -> ArraySlice<UInt8> {
-            compact()
-            var searched = start
-            while true {
-                if let newline = pending[searched...].firstIndex(of: UInt8(ascii: "\n")) {
-                    var line = pending[start..<newline]
-                    if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
-                    guard line.count <= limit else { throw DirectHTTPError.malformed("a line of the chunked body is too long") }
-                    start = newline + 1
-                    return line
-                }
-                guard available <= limit else { throw DirectHTTPError.malformed("a line of the chunked body is too long") }
-                searched = pending.count
-                guard try fill() else { throw DirectHTTPError.closedEarly }
-            }
-        }
-
-        /// Reads the trailer fields after a chunked body's last chunk, up to the blank line, and drops
-        /// them: all together no longer than a head, each a field line.
-        mutating func skipTrailers() throws {
-            var total = 0
-            while true {
-                let line = try readLine(limit: DirectHTTP.maxHeadBytes - total)
-                if line.isEmpty { return }
-                total += line.count + 2
-                guard total <= DirectHTTP.maxHeadBytes else { throw DirectHTTPError.malformed("the trailers are larger than \(DirectHTTP.maxHeadBytes) bytes") }
-                guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
-                      line[line.startIndex..<colon].allSatisfy(DirectHTTP.isTokenByte)
-                else { throw DirectHTTPError.malformed("trailer line") }
-            }
-        }
-
-        /// A chunked body, decoded; its trailers are read and dropped.
-        mutating func readChunked(maxBytes: Int) throws -> Data {
-            var body = Data()
-            while true {
-                let size = try DirectHTTP.chunkSize(try readLine(limit: DirectHTTP.maxChunkLineBytes))
-                if size == 0 {
-                    try skipTrailers()
-                    return body
-                }
-                guard size <= maxBytes - body.count else { throw DirectHTTPError.tooLarge }
-                body.append(try read(exactly: size))
-                guard try readLine(limit: 2).isEmpty else { throw DirectHTTPError.malformed("chunk end") }
+            return try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: bufferBytes) { raw in
+                var filled = 0
+                repeat {
+                    let count = try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled..<bufferBytes]))
+                    if count == 0 { break }
+                    filled += count
+                } while filling && filled < bufferBytes
+                return filled
             }
         }
     }
@@ -637,92 +529,29 @@ enum DirectHTTP {
 /// An answer read by ``DirectHTTP/open(_:target:headers:network:deadline:canceller:)``: its status and
 /// headers, with its body still on the connection. Used by one thread at a time; ``close()`` ends it.
 final class DirectResponse: @unchecked Sendable {
-    enum Framing {
-        /// `Content-Length`: the bytes left.
-        case length(Int64)
-        /// `Transfer-Encoding: chunked`: the bytes left in the current chunk, and whether one began.
-        case chunked(left: Int, started: Bool)
-        /// Up to the end of the stream.
-        case toEnd
-    }
-
     let status: Int
     let headers: HTTPHeaders
-    private var source: DirectHTTP.ByteSource
-    private var framing: Framing
+    private let reader: DirectHTTP.AnswerReader
     private let canceller: SocketCanceller
 
-    init(status: Int, headers: HTTPHeaders, source: DirectHTTP.ByteSource, framing: Framing, canceller: SocketCanceller) {
+    init(status: Int, headers: HTTPHeaders, reader: DirectHTTP.AnswerReader, canceller: SocketCanceller) {
         self.status = status
         self.headers = headers
-        self.source = source
-        self.framing = framing
+        self.reader = reader
         self.canceller = canceller
     }
 
     /// Closes the connection.
     func close() {
-        canceller.close(source.connection.descriptor)
+        canceller.close(reader.connection.descriptor)
     }
 
-    /// Reads the body to its end with blocking calls, handing it to `deliver` in buffers of
-    /// `chunkBytes` (the last one shorter): a body cut short throws ``DirectHTTPError/closedEarly``
-    /// once what came is delivered (a download resumes from there).
+    /// Reads the body to its end with blocking calls, handing it to `deliver` in buffers of up to
+    /// `chunkBytes`: a body cut short throws ``DirectHTTPError/closedEarly`` once what came is
+    /// delivered (a download resumes from there).
     func streamBody(chunkBytes: Int, _ deliver: (ByteBuffer) throws -> Void) throws {
-        let allocator = ByteBufferAllocator()
-        var ended = false
-        while !ended {
-            var buffer = allocator.buffer(capacity: chunkBytes)
-            var failure: (any Error)?
-            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: chunkBytes) { raw in
-                var filled = 0
-                while filled < chunkBytes {
-                    let count: Int
-                    do {
-                        count = try nextBytes(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled..<chunkBytes]))
-                    } catch {
-                        failure = error
-                        break
-                    }
-                    if count == 0 {
-                        ended = true
-                        break
-                    }
-                    filled += count
-                }
-                return filled
-            }
-            if buffer.readableBytes > 0 { try deliver(buffer) }
-            if let failure { throw failure }
-        }
-    }
-
-    /// The next bytes of the body into `buffer`; 0 once it has ended.
-    private func nextBytes(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        switch framing {
-        case .length(let left):
-            guard left > 0 else { return 0 }
-            let count = try source.readSome(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(Int64(buffer.count), left))]))
-            guard count > 0 else { throw DirectHTTPError.closedEarly }
-            framing = .length(left - Int64(count))
-            return count
-        case .toEnd:
-            return try source.readSome(into: buffer)
-        case .chunked(var left, let started):
-            if left == 0 {
-                if started { guard try source.readLine(limit: 2).isEmpty else { throw DirectHTTPError.malformed("chunk end") } }
-                let size = try DirectHTTP.chunkSize(try source.readLine(limit: DirectHTTP.maxChunkLineBytes))
-                if size == 0 {
-                    try source.skipTrailers()
-                    framing = .length(0)
-                    return 0
-                }
-                left = size
-            }
-            let count = try source.readSome(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(buffer.count, left)]))
-            guard count > 0 else { throw DirectHTTPError.closedEarly }
-            framing = .chunked(left: left - count, started: true)
-            return count
+        while let bytes = try reader.nextBody(bufferBytes: chunkBytes, filling: true) {
+            if bytes.readableBytes > 0 { try deliver(bytes) }
         }
     }
 }
