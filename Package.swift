@@ -162,13 +162,37 @@ let package = Package(
             ],
             path: "Tests/MiniAppTestSupport"
         ),
+        // A test target per library module; a file that needs several modules goes with the highest.
+        .testTarget(
+            name: "MiniAppCoreTests",
+            dependencies: ["MiniAppCore", "MiniAppTestSupport"]
+        ),
+        .testTarget(
+            name: "MiniAppPermissionsTests",
+            dependencies: ["MiniAppPermissions", "MiniAppCore", "MiniAppTestSupport"]
+        ),
         .testTarget(
             name: "MiniAppKitTests",
             dependencies: [
-                "MiniAppKit", "MiniAppRegistry", "MiniAppBridge", "MiniAppTestSupport",
+                "MiniAppKit", "MiniAppCore", "MiniAppPermissions", "MiniAppRegistry", "MiniAppTestSupport", "CMiniAppArchive",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "MiniAppBridgeTests",
+            dependencies: ["MiniAppBridge", "MiniAppPermissions", "MiniAppCore", "MiniAppTestSupport"]
+        ),
+        .testTarget(
+            name: "MiniAppRegistryTests",
+            dependencies: [
+                "MiniAppRegistry", "MiniAppCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .testTarget(

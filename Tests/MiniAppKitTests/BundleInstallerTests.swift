@@ -1,14 +1,15 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import MiniAppPermissions
+import MiniAppRegistry
 import MiniAppTestSupport
 import NIOConcurrencyHelpers
 import NIOPosix
 import Testing
 
-@testable import MiniAppKit
 @testable import MiniAppCore
-import MiniAppRegistry
+@testable import MiniAppKit
 
 /// A platform with one app whose versions are real zips signed at test time.
 struct SignedPlatform {

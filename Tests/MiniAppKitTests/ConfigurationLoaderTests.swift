@@ -1,9 +1,10 @@
 import Foundation
+import MiniAppPermissions
 import MiniAppTestSupport
 import Testing
 
-@testable import MiniAppKit
 @testable import MiniAppCore
+@testable import MiniAppKit
 
 @Suite struct ConfigurationLoaderTests {
     let home: URL

@@ -1,8 +1,9 @@
 import Foundation
+import MiniAppCore
+import MiniAppPermissions
 import Testing
 
 @testable import MiniAppKit
-import MiniAppRegistry
 
 /// Library errors speak of settings, values and calls; only the CLI names flags, variables, config
 /// keys and commands.

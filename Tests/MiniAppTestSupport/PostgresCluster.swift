@@ -1,4 +1,5 @@
 import Foundation
+public import Testing
 
 /// The permission store's two backends: the same behaviour tests run against both.
 public enum StoreBackend: String, CaseIterable, Sendable {
@@ -11,6 +12,11 @@ public enum StoreBackend: String, CaseIterable, Sendable {
         let cluster = try await PostgresCluster.shared()
         return ["MINIAPP_PERMISSION_STORE": cluster.socketURL(try await cluster.createDatabase())]
     }
+}
+
+/// Tests that run against both backends name the backend in their results.
+extension StoreBackend: CustomTestStringConvertible {
+    public var testDescription: String { rawValue }
 }
 
 /// A throwaway PostgreSQL cluster from Debian's `postgresql` package, started once per test process

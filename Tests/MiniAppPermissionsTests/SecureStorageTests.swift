@@ -1,8 +1,8 @@
 import Foundation
+import MiniAppCore
+import MiniAppPermissions
 import MiniAppTestSupport
 import Testing
-
-@testable import MiniAppKit
 
 /// Each app's secure storage in the permission store: the same behaviour in SQLite and PostgreSQL.
 @Suite struct SecureStorageTests {

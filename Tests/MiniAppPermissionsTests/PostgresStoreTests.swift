@@ -1,8 +1,8 @@
 import Foundation
+import MiniAppCore
+import MiniAppPermissions
 import MiniAppTestSupport
 import Testing
-
-@testable import MiniAppKit
 
 /// What only the PostgreSQL store has: its URL, its failures (fail closed, with the right category and
 /// never the password), migrations when several instances start at once.

@@ -3,7 +3,6 @@ import MiniAppTestSupport
 import Synchronization
 import Testing
 
-@testable import MiniAppKit
 @testable import MiniAppCore
 
 struct JSONReaderTests {

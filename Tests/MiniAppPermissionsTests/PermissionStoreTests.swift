@@ -1,8 +1,8 @@
 import Foundation
+import MiniAppPermissions
 import MiniAppTestSupport
 import Testing
 
-@testable import MiniAppKit
 @testable import MiniAppCore
 
 @Suite struct PermissionStoreTests {
@@ -237,10 +237,6 @@ import Testing
         #expect(diff.customMetaDataChanged.map(\.key) == ["added", "gone", "k"])
         #expect(ManifestDiff(from: old, to: old).isEmpty)
     }
-}
-
-extension StoreBackend: CustomTestStringConvertible {
-    public var testDescription: String { rawValue }
 }
 
 @Suite struct RecordCodingTests {

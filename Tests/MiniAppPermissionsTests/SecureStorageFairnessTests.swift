@@ -1,9 +1,9 @@
 import Foundation
+import MiniAppCore
 import MiniAppTestSupport
 import Synchronization
 import Testing
 
-@testable import MiniAppKit
 @testable import MiniAppPermissions
 
 /// Fair secure storage: each app's bytes kept beside its items (exact through every change and after

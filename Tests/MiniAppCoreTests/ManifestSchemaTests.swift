@@ -2,7 +2,6 @@ import Foundation
 import MiniAppTestSupport
 import Testing
 
-@testable import MiniAppKit
 @testable import MiniAppCore
 
 @Suite struct ManifestSchemaTests {

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 
-@testable import MiniAppKit
 @testable import MiniAppCore
 
 struct BundleFileListTests {

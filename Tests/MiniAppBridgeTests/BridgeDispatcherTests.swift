@@ -1,11 +1,11 @@
 import Foundation
+import MiniAppPermissions
 import MiniAppTestSupport
 import Synchronization
 import Testing
 
 @testable import MiniAppBridge
 @testable import MiniAppCore
-@testable import MiniAppKit
 
 /// The bridge without a browser: each action against a real permission store (both backends).
 @Suite struct BridgeDispatcherTests {

@@ -1,11 +1,11 @@
 import Foundation
+import MiniAppPermissions
 import MiniAppTestSupport
 import Synchronization
 import Testing
 
 @testable import MiniAppBridge
 @testable import MiniAppCore
-@testable import MiniAppKit
 
 /// A bridge answers only under a live capability that its host granted through the open launch gate,
 /// and takes back when the app closes, its gate closes, or the host ends it.

@@ -1,5 +1,5 @@
 import Foundation
-import MiniAppKit
+import MiniAppCore
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
