@@ -19,6 +19,8 @@ package enum BridgeAnswerForm: String, Sendable, CaseIterable {
     case token
     /// The host's environment, with the bridge's `platform` added.
     case environment
+    /// The text, or `null` for `"CANCELLED"` (what an internal browser answers when the user left it).
+    case unlessCancelled
 }
 
 /// One method of `window.MiniAppBridge` that sends an action, as the SDK calls it.
@@ -118,11 +120,12 @@ extension BridgeDispatcher {
         .init("getExchangeToken", permission: .accessToken, BridgeScriptMethod(["getExchangeToken"], arguments: "audience, scopes", param: "{ audience: audience, scopes: scopes }", .token, parsesErrors: true)),
         .init("getPoints", permission: .points, BridgeScriptMethod(["getPoints"], .json, parsesErrors: true)),
         .init("getPhoneNumber", BridgeScriptMethod(["getPhoneNumber"], .raw, parsesErrors: false)),
-        .init("sendMessageToContact", permission: .sendMessage,
+        // The host shows its own contact picker: the user chooses, so no custom permission gates it.
+        .init("sendMessageToContact",
               BridgeScriptMethod(["sendMessageToContact"], arguments: "message", param: "{ messageToContact: withBanner(message) }", .nullable, parsesErrors: false)),
         .init("sendMessageToContactId", permission: .sendMessage,
               BridgeScriptMethod(["sendMessageToContactId"], arguments: "id, message", param: "{ contactId: id, messageToContact: withBanner(message) }", .nullable, parsesErrors: false)),
-        .init("sendMessageToMultipleContacts", permission: .sendMessage,
+        .init("sendMessageToMultipleContacts",
               BridgeScriptMethod(["sendMessageToMultipleContacts"], arguments: "message", param: "{ messageToContact: withBanner(message) }", .jsonNullable, parsesErrors: false)),
         .init("downloadFile", permission: .fileDownload,
               BridgeScriptMethod(["downloadFile"], arguments: "filename, url, headers", param: "{ filename: filename, url: url, headers: headers }", .nullable, parsesErrors: true)),
@@ -163,15 +166,20 @@ extension BridgeDispatcher {
         .init("getAllCookies", .notSupported, BridgeScriptMethod(["getAllCookies"], .json, parsesErrors: true)),
         .init("getCookies", .notSupported, BridgeScriptMethod(["getCookies"], arguments: "names", param: "{ cookieList: names }", .json, parsesErrors: true)),
         .init("launchExternalBrowser", .notSupported, BridgeScriptMethod(["browserManager.launchExternalBrowser", "launchExternalBrowser"], arguments: "url", param: "{ url: url }", .bool, parsesErrors: true)),
-        .init("launchInternalBrowser", .notSupported, BridgeScriptMethod(["browserManager.launchInternalBrowser", "launchInternalBrowser"], arguments: "url", param: "{ url: url }", .bool, parsesErrors: true)),
-        .init("loadUsingHTMLString", .notSupported, BridgeScriptMethod(["browserManager.loadUsingHTMLString"], arguments: "html", param: "{ htmlString: html }", .bool, parsesErrors: true)),
+        .init("launchInternalBrowser", .notSupported,
+              BridgeScriptMethod(["browserManager.launchInternalBrowser", "launchInternalBrowser"], arguments: "options", param: "typeof options === 'string' ? { url: options } : options", .bool, parsesErrors: true)),
+        .init("launchInteractiveBrowser", .notSupported,
+              BridgeScriptMethod(["browserManager.launchInteractiveBrowser", "launchInteractiveBrowser"], arguments: "options", param: "typeof options === 'string' ? { url: options } : options", .bool, parsesErrors: true)),
+        .init("loadUsingHTMLString", .notSupported,
+              BridgeScriptMethod(["browserManager.loadUsingHTMLString"], arguments: "options", param: "options", .unlessCancelled, parsesErrors: true)),
         .init("triggerLoginUI", .notSupported, BridgeScriptMethod(["userProfileManager.triggerLoginUI", "triggerLoginUI"], .bool, parsesErrors: true)),
         .init("forceLogout", .notSupported, BridgeScriptMethod(["userProfileManager.forceLogout"], .bool, parsesErrors: true)),
         .init("allowBackForwardNavigationGestures", .notSupported,
               BridgeScriptMethod(["webviewConfigManager.allowBackForwardNavigationGestures", "allowBackForwardNavigationGestures"], arguments: "allow", param: "{ shouldAllowNavigationGestures: allow }", .bool, parsesErrors: true)),
         .init("forceInternalWebView", .notSupported,
               BridgeScriptMethod(["webviewConfigManager.forceInternalWebView", "forceInternalWebView"], arguments: "force", param: "{ shouldOpenInNativeWebView: force }", .bool, parsesErrors: true)),
-        .init("launchAppSettings", .notSupported, BridgeScriptMethod(["utilityManager.launchAppSettings"], .bool, parsesErrors: true)),
+        .init("launchAppSettings", BridgeScriptMethod(["utilityManager.launchAppSettings"], .bool, parsesErrors: true)),
+        .init("isSimInstalled", BridgeScriptMethod(["utilityManager.isSimInstalled", "isSimInstalled"], .bool, parsesErrors: true)),
         .init("launchAppUsingDeeplink", .notSupported,
               BridgeScriptMethod(["utilityManager.launchAppUsingDeeplink", "launchAppUsingDeeplink"], arguments: "url", param: "{ url: url }", .bool, parsesErrors: true)),
         .init("launchAppUsingPackageName", .notSupported,
@@ -180,12 +188,12 @@ extension BridgeDispatcher {
               BridgeScriptMethod(["utilityManager.isAppInstalledInDevice", "isAppInstalledInDevice"], arguments: "target",
                     param: "String(target).indexOf('://') >= 0 ? { url: target } : { packageName: target }", .bool, parsesErrors: true)),
         .init("shouldClearNotifications", .notSupported,
-              BridgeScriptMethod(["notificationBridge.shouldClearNotifications", "shouldClearNotifications"], arguments: "type", param: "{ notificationType: type }", .bool, parsesErrors: true)),
+              BridgeScriptMethod(["notificationBridge.shouldClearNotifications", "shouldClearNotifications"], arguments: "type", param: "{ notificationType: type }", .raw, parsesErrors: false)),
         .init("shouldUpdateBadgeNumber", .notSupported,
-              BridgeScriptMethod(["notificationBridge.shouldUpdateBadgeNumber", "shouldUpdateBadgeNumber"], arguments: "count", param: "{ badgeNumber: count }", .bool, parsesErrors: true)),
+              BridgeScriptMethod(["notificationBridge.shouldUpdateBadgeNumber", "shouldUpdateBadgeNumber"], arguments: "info", param: "{ notificationInfo: info }", .raw, parsesErrors: false)),
         .init("shouldUpdateNotificationInfo", .notSupported,
-              BridgeScriptMethod(["notificationBridge.shouldUpdateNotificationInfo", "shouldUpdateNotificationInfo"], arguments: "info", param: "{ notificationInfo: info }", .bool, parsesErrors: true)),
-        .init("getImageFromGallery", .notSupported, BridgeScriptMethod(["galleryManager.getImageFromGallery", "getImageFromGallery"], .raw, parsesErrors: true)),
+              BridgeScriptMethod(["notificationBridge.shouldUpdateNotificationInfo", "shouldUpdateNotificationInfo"], arguments: "info", param: "{ notificationDetailedInfo: info }", .raw, parsesErrors: false)),
+        .init("getImageFromGallery", .notSupported, BridgeScriptMethod(["galleryManager.getImageFromGallery", "getImageFromGallery"], .json, parsesErrors: true)),
         .init("startICChipKyc", .notSupported, BridgeScriptMethod(["oneClickSdk.startICChipKyc"], arguments: "config", param: "config", .bool, parsesErrors: true)),
         .init("setupAndInstallEsim", .notSupported, BridgeScriptMethod(["setupAndInstallEsim"], arguments: "config", param: "{ eSimConfig: config }", .bool, parsesErrors: true)),
     ]

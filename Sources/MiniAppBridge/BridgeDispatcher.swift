@@ -205,9 +205,15 @@ public final class BridgeDispatcher: Sendable {
             return "SUCCESS"
         case "requestCustomPermissions": return try await requestCustomPermissions(param)
         case "getPermissionStatus":
-            guard case .string(let name)? = param["permissionName"], PermissionName.isValid(name) else {
-                throw .invalidParameters(action, "{\"permissionName\": a permission name}")
+            // The SDK asks of the device's permissions (`camera`, `gallery`, `microphone`); a custom
+            // permission's name is answered from the store, as before the SDK said which it meant.
+            guard case .string(let name)? = param["permissionName"], !name.isEmpty, name.utf8.count <= 256 else {
+                throw .invalidParameters(action, "{\"permissionName\": \"camera\", \"gallery\", \"microphone\" or a custom permission}")
             }
+            if Self.devicePermissions.contains(name.lowercased()) {
+                return await services.devicePermissionStatus(appId: appId, name: name.lowercased()).rawValue
+            }
+            guard PermissionName.isValid(name) else { throw .invalidParameters(action, "{\"permissionName\": a permission name}") }
             return try await status(of: PermissionName.full(name)).rawValue
         case "requestPermission":
             guard case .string(let name)? = param["permission"], !name.isEmpty, name.utf8.count <= 64 else {
@@ -223,7 +229,13 @@ public final class BridgeDispatcher: Sendable {
         case "getProfilePhoto":
             return try await services.profilePhoto(appId: appId)
         case "getContacts":
-            return JSONText.encode(.array(try await services.contacts(appId: appId).map(\.json)))
+            // The SDK base64-decodes every name when it asked for them encoded (it always does).
+            let encoded = param["isContactsEncodingRequired"] == .bool(true)
+            return JSONText.encode(.array(try await services.contacts(appId: appId).map { contact in
+                var contact = contact
+                if encoded { contact.name = contact.name.map { Data($0.utf8).base64EncodedString() } }
+                return contact.json
+            }))
         case "getAccessToken", "getExchangeToken":
             return try await accessToken(action, param)
         case "getPoints":
@@ -246,7 +258,8 @@ public final class BridgeDispatcher: Sendable {
             return try await secureStorage(action, param)
         case "getPhoneNumber": return try await services.phoneNumber(appId: appId)
         case "isLoggedIn": return try await services.isLoggedIn(appId: appId) ? "true" : "false"
-        case "canOpenAppDeeplink", "isAppDeeplinkSupported", "isEsimSupported": return "false"
+        // A browser has no SIM, no eSIM and no other app to open, and does not open its settings.
+        case "canOpenAppDeeplink", "isAppDeeplinkSupported", "isEsimSupported", "isSimInstalled", "launchAppSettings": return "false"
         case "sendJsonToHostapp", "sendInfoToHostapp", "sendAnalytics", "configureAnalytics", "logEvent":
             return try await services.receive(appId: appId, action: action, info: param)
         default:
@@ -254,6 +267,9 @@ public final class BridgeDispatcher: Sendable {
             throw BridgeFailure(type: "UnknownActionError", message: "this host declares '\(action)' but has no answer for it")
         }
     }
+
+    /// The device permissions the SDK's `getPermissionStatus` asks about.
+    static let devicePermissions: Set<String> = ["camera", "gallery", "microphone", "location", "phonestate"]
 
     private static let orientations: Set<String> = [
         "rakuten.miniapp.screen.LOCK_PORTRAIT", "rakuten.miniapp.screen.LOCK_LANDSCAPE", "rakuten.miniapp.screen.LOCK_RELEASE",

@@ -24,6 +24,9 @@ public protocol BridgeHostServices: Sendable {
     func downloadFile(appId: String, filename: String, url: String, headers: [String: String]) async throws(BridgeFailure) -> String
     /// Asks the device for a permission such as `location` (LOCATION is checked first); `true` when granted.
     func devicePermission(appId: String, name: String) async throws(BridgeFailure) -> Bool
+    /// What the device says of a permission such as `camera`, `gallery` or `microphone`, without asking:
+    /// `granted`, `denied`, or `unknown` while the user has not decided.
+    func devicePermissionStatus(appId: String, name: String) async -> DevicePermissionStatus
     /// The user's phone number.
     func phoneNumber(appId: String) async throws(BridgeFailure) -> String
     /// Whether the user is logged in to the host.
@@ -54,6 +57,7 @@ extension BridgeHostServices {
         throw .notSupported("downloadFile")
     }
     public func devicePermission(appId: String, name: String) async throws(BridgeFailure) -> Bool { throw .notSupported("requestPermission") }
+    public func devicePermissionStatus(appId: String, name: String) async -> DevicePermissionStatus { .unknown }
     public func phoneNumber(appId: String) async throws(BridgeFailure) -> String { throw .notSupported("getPhoneNumber") }
     public func isLoggedIn(appId: String) async throws(BridgeFailure) -> Bool { throw .notSupported("isLoggedIn") }
     public func askUser(_ prompt: PermissionPrompt) async throws(BridgeFailure) -> [String: PermissionStatus] {
@@ -61,6 +65,11 @@ extension BridgeHostServices {
     }
     public func closeMiniApp(appId: String, withConfirmationAlert: Bool) async throws(BridgeFailure) { throw .notSupported("closeMiniApp") }
     public func receive(appId: String, action: String, info: JSONValue) async throws(BridgeFailure) -> String { throw .notSupported(action) }
+}
+
+/// A device permission's status as the SDK's `getPermissionStatus` reads it.
+public enum DevicePermissionStatus: String, Sendable, Equatable {
+    case granted, denied, unknown
 }
 
 /// Who a message goes to.

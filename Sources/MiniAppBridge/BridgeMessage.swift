@@ -41,7 +41,9 @@ public struct BridgeMessage: Sendable, Equatable {
 
 /// How big and deep a bridge message may be: a mini-app's input is untrusted.
 public struct BridgeLimits: Sendable, Equatable {
-    /// The largest message, in bytes (2 MiB by default: room for a secure-storage write at the default limit).
+    /// The largest message, in bytes. 8 MiB by default: `shareInfo` sends an image's bytes as a JSON
+    /// array of numbers (about 3.6 bytes of message per byte of image), so an image of about 2 MB fits,
+    /// as does a secure-storage write at the default storage limit.
     public var maxMessageBytes: Int
     /// The deepest nesting of arrays and objects.
     public var maxDepth: Int
@@ -49,7 +51,7 @@ public struct BridgeLimits: Sendable, Equatable {
     public var maxIdBytes: Int
 
     /// Limits of `maxMessageBytes`, `maxDepth` and `maxIdBytes`.
-    public init(maxMessageBytes: Int = 2 << 20, maxDepth: Int = 16, maxIdBytes: Int = 128) {
+    public init(maxMessageBytes: Int = 8 << 20, maxDepth: Int = 16, maxIdBytes: Int = 128) {
         self.maxMessageBytes = maxMessageBytes
         self.maxDepth = maxDepth
         self.maxIdBytes = maxIdBytes

@@ -96,7 +96,8 @@ var convert = {
     var data = JSON.parse(v);
     return { token: data.token, validUntil: new Date(data.validUntil), scopes: data.scopes };
   },
-  environment: function (v) { var info = JSON.parse(v); info.platform = PLATFORM; return info; }
+  environment: function (v) { var info = JSON.parse(v); info.platform = PLATFORM; return info; },
+  unlessCancelled: function (v) { return v === 'CANCELLED' ? null : v; }
 };
 function call(action, param, kind, parsedErrors) {
   return new Promise(function (resolve, reject) {

@@ -435,7 +435,7 @@ def main():
         check(full.get('name') == 'SecureStorageFullError', 'the size limit answers SecureStorageFullError', full)
         size = call(driver, 'MiniAppBridge.getSecureStorageSize()')['ok']
         check(size['max'] == 1048576 and 0 < size['used'] < 100, 'getSecureStorageSize', size)
-        big = call(driver, 'MiniAppBridge.setSecureStorage({big: "x".repeat(3000000)})')
+        big = call(driver, 'MiniAppBridge.setSecureStorage({big: "x".repeat(9000000)})')
         check(big.get('name') == 'MessageTooLargeError', 'an oversized message gets an error', big)
         unknown = call(driver, 'new Promise(function (ok, ko) { MiniAppBridge.executor.exec("noSuchAction", null, ok, ko); })')
         check('UnknownActionError' in unknown.get('err', ''), 'an unknown action is answered with an error', unknown)

@@ -180,7 +180,7 @@ import Testing
         "an action with a dash": ("{\"id\": \"1\", \"action\": \"get-Unique\"}", "malformed"),
         "an empty id": ("{\"id\": \"\", \"action\": \"getUniqueId\"}", "malformed"),
         "40 levels deep": ("{\"id\": \"1\", \"action\": \"getUniqueId\", \"param\": " + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}", "malformed"),
-        "3 MB": ("{\"id\": \"1\", \"action\": \"setSecureStorageItems\", \"param\": \"" + String(repeating: "x", count: 3_000_000) + "\"}", "tooLarge"),
+        "9 MB": ("{\"id\": \"1\", \"action\": \"setSecureStorageItems\", \"param\": \"" + String(repeating: "x", count: 9_000_000) + "\"}", "tooLarge"),
     ]
 
     @Test(arguments: badMessages.keys.sorted())
