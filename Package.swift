@@ -1,6 +1,13 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// Every Swift target: imports are internal unless a file says otherwise, and a file sees the members of
+// the modules it imports itself, so a module's public API names only what it means to expose.
+let settings: [SwiftSetting] = [
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
 let package = Package(
     name: "miniapp",
     platforms: [.macOS(.v14)],
@@ -42,7 +49,8 @@ let package = Package(
         // build them as they are.
         .target(
             name: "MiniAppCore",
-            dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem"]
+            dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem"],
+            swiftSettings: settings
         ),
         // The permission store: SQLite (embedded, the default) or PostgreSQL (fleets).
         .target(
@@ -55,7 +63,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: settings
         ),
         // The client a host service imports: platform client, download, install, cache, launch gate.
         .target(
@@ -71,7 +80,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            ]
+            ],
+            swiftSettings: settings
         ),
         // The publisher's side: publish into a registry folder, and serve it over the platform API.
         .target(
@@ -85,8 +95,10 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ]
+            ],
+            swiftSettings: settings
         ),
         // Running a mini-app: the bridge's message model and dispatcher, gated by the manifest and the
         // permission store (no server).
@@ -119,40 +131,57 @@ let package = Package(
             name: "miniapp",
             dependencies: [
                 "MiniAppKit",
+                "MiniAppCore",
+                "MiniAppPermissions",
                 "MiniAppRegistry",
                 "MiniAppWebHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: settings
         ),
         // The reference host service (Examples/HostService): a Hummingbird service that embeds MiniAppKit.
         .executableTarget(
             name: "miniapp-host",
             dependencies: [
                 "MiniAppKit",
+                "MiniAppCore",
+                "MiniAppPermissions",
                 "MiniAppBridge",
                 "MiniAppWebHost",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
-            path: "Examples/HostService"
+            path: "Examples/HostService",
+            swiftSettings: settings
         ),
         // The library snippet of the README and the DocC catalog (Examples/QuickStart), run by the tests.
         .executableTarget(
             name: "miniapp-quickstart",
-            dependencies: ["MiniAppKit"],
-            path: "Examples/QuickStart"
+            dependencies: ["MiniAppKit", "MiniAppCore", "MiniAppPermissions"],
+            path: "Examples/QuickStart",
+            swiftSettings: settings
         ),
         // The permission store benchmark's worker (Benchmarks/permissions).
-        .executableTarget(name: "miniapp-store-bench", dependencies: ["MiniAppPermissions"], path: "Benchmarks/StoreBench"),
+        .executableTarget(
+            name: "miniapp-store-bench", dependencies: ["MiniAppPermissions", "MiniAppCore"], path: "Benchmarks/StoreBench",
+            swiftSettings: settings
+        ),
         // The bridge benchmark's in-process worker (Benchmarks/bridge): what the capability check adds to a call.
-        .executableTarget(name: "miniapp-bridge-bench", dependencies: ["MiniAppBridge"], path: "Benchmarks/BridgeBench"),
+        .executableTarget(
+            name: "miniapp-bridge-bench", dependencies: ["MiniAppBridge", "MiniAppPermissions", "MiniAppCore"],
+            path: "Benchmarks/BridgeBench", swiftSettings: settings
+        ),
         // The time-zone benchmark's worker (Benchmarks/tz): extraction alone, with TZ unset and set.
-        .executableTarget(name: "miniapp-extract-bench", dependencies: ["MiniAppCore"], path: "Benchmarks/ExtractBench"),
+        .executableTarget(
+            name: "miniapp-extract-bench", dependencies: ["MiniAppCore"], path: "Benchmarks/ExtractBench",
+            swiftSettings: settings
+        ),
         .target(
             name: "MiniAppTestSupport",
             dependencies: [
                 "MiniAppKit",
+                "MiniAppCore",
                 "MiniAppRegistry",
                 "CMiniAppArchive",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -160,7 +189,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
-            path: "Tests/MiniAppTestSupport"
+            path: "Tests/MiniAppTestSupport",
+            swiftSettings: settings
         ),
         // A test target per library module; a file that needs several modules goes with the highest.
         .testTarget(

@@ -2,7 +2,9 @@ import Foundation
 import Hummingbird
 import Logging
 import MiniAppBridge
+import MiniAppCore
 import MiniAppKit
+import MiniAppPermissions
 import MiniAppWebHost
 import NIOCore
 import NIOPosix

@@ -1,4 +1,6 @@
+import MiniAppCore
 import MiniAppKit
+import MiniAppPermissions
 
 /// The README's permission flow of a host service: ask the user about what a version declares, then
 /// load it; returns the folder holding its index.html.

@@ -1,7 +1,9 @@
 // The README's and the DocC catalog's library snippet, compiled and run by the tests (DocumentationTests)
 // against the demo registry: `miniapp-quickstart <registry folder> <cache folder>`. What lies between
 // the snippet markers is what the documents show, byte for byte.
+import MiniAppCore
 import MiniAppKit
+import MiniAppPermissions
 
 let registry = CommandLine.arguments[1]
 let cache = CommandLine.arguments[2]

@@ -1,5 +1,5 @@
-import Foundation
-import MiniAppCore
+public import Foundation
+public import MiniAppCore
 
 /// How much an app's secure storage holds and may hold, in bytes (UTF-8 bytes of keys plus values).
 public struct SecureStorageSize: Sendable, Equatable {

@@ -1,6 +1,6 @@
-import Foundation
-import Logging
-import MiniAppCore
+public import Foundation
+public import Logging
+public import MiniAppCore
 
 /// What a permission store keeps, whichever database holds it: each app's decisions (status and the
 /// time it was set) and the history of every change.

@@ -1,5 +1,5 @@
-import Foundation
-import MiniAppCore
+public import Foundation
+public import MiniAppCore
 
 /// Where the permission decisions live: a SQLite file (the embedded default) or a PostgreSQL
 /// database that a fleet of hosts shares.

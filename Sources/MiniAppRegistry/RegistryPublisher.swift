@@ -1,5 +1,5 @@
-import Foundation
-import MiniAppCore
+public import Foundation
+public import MiniAppCore
 
 /// What to publish: a bundle folder or zip, and how to name and sign it.
 public struct PublishRequest: Sendable {

@@ -1,4 +1,5 @@
-import Foundation
+public import Foundation
+internal import CDispatch
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -6,8 +7,9 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import MiniAppCore
+public import MiniAppCore
 import ServiceLifecycle
+import UnixSignals
 
 /// The limits that keep a server on a public address answering: slow and stalled clients are cut off,
 /// and a stop is bounded.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import MiniAppCore
 import MiniAppKit
 
 /// The `<app-id> [--version <version-id>]` that many commands take, checked before anything runs.

@@ -1,3 +1,4 @@
+import MiniAppCore
 import MiniAppKit
 
 /// How the CLI words the library's errors. The library says what to change in its own terms (a

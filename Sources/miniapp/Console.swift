@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MiniAppCore
 import MiniAppKit
 import Synchronization
 

@@ -1,4 +1,5 @@
 import Foundation
+import MiniAppCore
 import MiniAppKit
 
 /// JSON written by hand, byte for byte as ``Console/json(_:)`` writes it (JSONEncoder: pretty, sorted

@@ -1,4 +1,5 @@
 import ArgumentParser
+import MiniAppCore
 import MiniAppKit
 import NIOPosix
 

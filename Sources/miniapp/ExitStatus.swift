@@ -1,3 +1,4 @@
+import MiniAppCore
 import MiniAppKit
 
 /// The exit codes of spec/cli.md.

@@ -1,7 +1,10 @@
 import ArgumentParser
 import Foundation
 import Logging
+import MiniAppCore
 import MiniAppKit
+import MiniAppPermissions
+import NIOPosix
 
 /// The configuration options every command takes (spec/cli.md), plus output options.
 struct GlobalOptions: ParsableArguments {

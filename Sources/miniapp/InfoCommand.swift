@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import MiniAppCore
 import MiniAppKit
 
 struct InfoCommand: AsyncParsableCommand {

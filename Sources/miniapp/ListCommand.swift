@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import MiniAppCore
 import MiniAppKit
 
 struct ListCommand: AsyncParsableCommand {

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import MiniAppCore
 import MiniAppKit
+import MiniAppPermissions
 
 struct PermissionsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import MiniAppCore
 import MiniAppKit
 import MiniAppBridge
+import MiniAppPermissions
 import MiniAppWebHost
 
 struct RunCommand: AsyncParsableCommand {

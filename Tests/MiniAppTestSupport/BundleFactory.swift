@@ -1,7 +1,7 @@
 import CMiniAppArchive
-import Foundation
+public import Foundation
 import MiniAppKit
-import MiniAppCore
+public import MiniAppCore
 
 /// A signed bundle made at test time.
 public struct SignedBundle: Sendable {

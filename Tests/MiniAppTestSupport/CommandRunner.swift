@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What a run of the built `miniapp` printed and how it exited.
 public struct CommandResult: Sendable {

@@ -1,6 +1,7 @@
 import Foundation
+import MiniAppCore
 import MiniAppKit
-import NIOConcurrencyHelpers
+public import NIOConcurrencyHelpers
 
 /// How a ``RangeHost`` answers `Range` requests for zips.
 public enum RangeMode: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import NIOConcurrencyHelpers
 
 /// A TCP server on 127.0.0.1 that answers each request with bytes a test writes by hand: for the

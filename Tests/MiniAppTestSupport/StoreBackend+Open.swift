@@ -1,4 +1,4 @@
-import MiniAppPermissions
+public import MiniAppPermissions
 
 extension StoreBackend {
     /// A new, empty store of this backend opened by the library: the one in `cacheDirectory` for SQLite,

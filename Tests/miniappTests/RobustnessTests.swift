@@ -1,6 +1,7 @@
 import Foundation
 import MiniAppKit
 import MiniAppCore
+import MiniAppPermissions
 import MiniAppTestSupport
 import Testing
 

@@ -1,4 +1,5 @@
-import Foundation
+public import Foundation
+package import CMiniAppArchive
 
 /// One file of an installed bundle, as recorded at install time.
 public struct BundleFile: Sendable, Equatable, Codable {

@@ -1,4 +1,5 @@
 import Foundation
+internal import CMiniAppArchive
 
 /// A zip's central directory, read with plain reads before libarchive inflates anything.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Where a command got the bundle it reports.
 public enum InstallSource: String, Sendable, Codable {

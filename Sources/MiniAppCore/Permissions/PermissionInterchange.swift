@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The two interchange shapes of a stored grant list that the SDKs use.
 public enum PermissionInterchange: String, Sendable, CaseIterable {

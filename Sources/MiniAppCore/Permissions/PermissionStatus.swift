@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A user's decision on one custom permission of one app.
 public enum PermissionStatus: String, Sendable, Codable, CaseIterable {

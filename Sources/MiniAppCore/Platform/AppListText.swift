@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// A platform's app list read for printing, without making its records: the texts of each record
 /// that ``AppRecord/listElements(_:)`` would keep, as places in the list's own bytes.

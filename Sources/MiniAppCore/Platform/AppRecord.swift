@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One version of a mini-app as the platform names it.
 public struct AppVersion: Sendable, Equatable, Hashable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The files of one version, with what is needed to verify them.
 public struct FileManifest: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// `apps/<app-id>/app.json`: what the platform lists about an app, besides its versions.
 public struct RegistryApp: Sendable, Codable, Equatable {

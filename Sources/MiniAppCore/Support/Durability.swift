@@ -1,5 +1,5 @@
-import Foundation
-import Synchronization
+package import Foundation
+package import Synchronization
 internal import CMiniAppSystem
 
 /// Writing files so that a crash leaves either the old or the new contents, never a mix.

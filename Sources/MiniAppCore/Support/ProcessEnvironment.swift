@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 internal import CMiniAppSystem
 
 /// The process's environment, current folder and processor count, read straight from the C library.

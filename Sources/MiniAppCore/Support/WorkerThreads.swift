@@ -1,4 +1,5 @@
 import Foundation
+internal import CDispatch
 internal import CMiniAppSystem
 
 /// Work split over threads started for it.

@@ -1,5 +1,5 @@
 import Foundation
-import MiniAppCore
+public import MiniAppCore
 
 /// Change times vouched for after a version's `files.list` was written.
 ///

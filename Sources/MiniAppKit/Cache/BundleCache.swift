@@ -1,7 +1,8 @@
 import Foundation
-import Logging
-import NIOPosix
-import MiniAppCore
+public import Logging
+public import NIOPosix
+public import MiniAppCore
+internal import CMiniAppArchive
 
 /// The on-disk cache of installed versions for one ``CacheNamespace``.
 ///

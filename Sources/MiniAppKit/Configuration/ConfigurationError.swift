@@ -1,4 +1,4 @@
-import MiniAppCore
+public import MiniAppCore
 /// A configuration value that is missing or cannot be used.
 public enum ConfigurationError: CategorizedError, Equatable {
     /// No platform was configured for a command that needs one.

@@ -1,5 +1,6 @@
 import Foundation
-import MiniAppCore
+public import MiniAppCore
+import MiniAppPermissions
 
 /// Settings given on the command line; `nil` means "not given here".
 public struct ConfigurationOverrides: Sendable, Equatable {

@@ -1,5 +1,6 @@
-import Foundation
-import MiniAppCore
+public import Foundation
+public import MiniAppCore
+public import MiniAppPermissions
 
 /// Where the platform API lives: a remote base URL or a local registry directory.
 public enum PlatformLocation: Sendable, Equatable, CustomStringConvertible {

@@ -1,9 +1,10 @@
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import Foundation
-import Logging
+public import Logging
+public import MiniAppPermissions
 import NIOConcurrencyHelpers
-import NIOPosix
-import MiniAppCore
+public import NIOPosix
+public import MiniAppCore
 
 /// Downloads, verifies, unpacks and caches versions, fail-closed: any failure leaves the cache as it was.
 ///

@@ -1,4 +1,4 @@
-import MiniAppCore
+public import MiniAppCore
 /// A bundle download that failed.
 public enum DownloadError: CategorizedError, Equatable {
     /// The zip URL answered 404 or 410: the platform is broken for this version.

@@ -1,4 +1,4 @@
-import MiniAppCore
+public import MiniAppCore
 /// What an install, download or load produced, with the notes a user should see.
 public struct InstallOutcome: Sendable {
     /// The cached version.

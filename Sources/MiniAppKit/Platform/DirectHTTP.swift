@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import NIOCore
 import NIOHTTP1
-import NIOPosix
+public import NIOPosix
 import Synchronization
 
 /// How a ``PlatformClient`` reaches its platform.

@@ -1,7 +1,7 @@
-import AsyncHTTPClient
-import Logging
-import NIOPosix
-import MiniAppCore
+public import AsyncHTTPClient
+public import Logging
+public import NIOPosix
+public import MiniAppCore
 
 /// The platform API of platform-api.md, whatever serves it: a remote platform or a local registry.
 public protocol PlatformAPI: Sendable {

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import MiniAppCore
+import NIOPosix
 
 /// A complete platform answer: status, headers and the whole body.
 struct HTTPAnswer: Sendable {

@@ -1,11 +1,11 @@
-import AsyncHTTPClient
-import Foundation
-import Logging
+public import AsyncHTTPClient
+public import Foundation
+public import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import MiniAppCore
+public import MiniAppCore
 
 /// A client for a remote platform API over HTTP, with retries, timeouts and lenient decoding.
 ///

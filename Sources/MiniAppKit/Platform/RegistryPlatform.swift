@@ -1,6 +1,6 @@
 import Foundation
-import NIOPosix
-import MiniAppCore
+public import NIOPosix
+public import MiniAppCore
 
 /// The platform API answered straight from a registry directory, with the same contract as over HTTP.
 /// The registry's files are read on a thread pool, never on the caller's thread.

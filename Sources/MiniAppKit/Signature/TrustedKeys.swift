@@ -1,4 +1,4 @@
-import MiniAppCore
+public import MiniAppCore
 /// The pinned signing keys of a configuration: ids, and whole keys.
 public struct TrustedKeys: Sendable {
     /// Key ids that are trusted, as the platform names them or as derived from the key.

@@ -1,4 +1,4 @@
-import NIOPosix
+package import NIOPosix
 
 /// Where the library's blocking work runs (extraction, hashing, deletion, syncs, walks of the cache):
 /// a thread pool made for it, never Swift's cooperative pool, whose few threads belong to the host.
