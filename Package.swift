@@ -108,7 +108,8 @@ let package = Package(
                 "MiniAppCore",
                 "MiniAppPermissions",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: settings
         ),
         // The browser host: each app on its own origin in a frame of the host page, the bridge over HTTP,
         // prompts the app cannot reach (Hummingbird); `miniapp run` and Examples/HostService share it.
@@ -124,8 +125,10 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ]
+            ],
+            swiftSettings: settings
         ),
         .executableTarget(
             name: "miniapp",

@@ -1,4 +1,4 @@
-import MiniAppCore
+package import MiniAppCore
 
 /// How the injected script turns an answer's text into what the SDK's method resolves with, as the SDK's
 /// own bridge does for the action.

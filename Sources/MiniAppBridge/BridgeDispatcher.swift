@@ -1,7 +1,7 @@
 import Foundation
-import Logging
-import MiniAppCore
-import MiniAppPermissions
+public import Logging
+public import MiniAppCore
+public import MiniAppPermissions
 import Synchronization
 
 /// An action a host adds to its bridge: answers the app's parameters with the text the app receives.

@@ -1,5 +1,5 @@
 import Foundation
-import MiniAppCore
+public import MiniAppCore
 
 /// What a host tells its mini-apps about itself: answered without asking anyone.
 public struct BridgeEnvironment: Sendable, Equatable {

@@ -1,5 +1,5 @@
-import Foundation
-import MiniAppCore
+public import Foundation
+public import MiniAppCore
 
 /// What the host provides to the mini-apps it runs: its user's data and its own user interface.
 ///

@@ -1,5 +1,5 @@
-import Foundation
-import MiniAppCore
+public import Foundation
+public import MiniAppCore
 
 /// One call a mini-app makes through its bridge: the SDK's `exec(action, param, onSuccess, onError)`.
 public struct BridgeMessage: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import MiniAppCore
 
 /// A stand-in for the host's user: what a host without accounts (a developer's browser host, a test)

@@ -1,4 +1,4 @@
-import MiniAppCore
+package import MiniAppCore
 
 /// Compact JSON text of a ``JSONValue``, keys sorted, safe to embed in HTML and JavaScript: `<`, `>`,
 /// `&`, U+2028 and U+2029 are escaped as well as what JSON requires.

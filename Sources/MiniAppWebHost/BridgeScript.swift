@@ -1,4 +1,5 @@
 import MiniAppBridge
+import MiniAppCore
 
 /// The script a browser host puts first in every HTML page of a mini-app: it defines
 /// `window.MiniAppBridge` as the SDK expects (each method is the SDK's `exec(action, param, onSuccess,

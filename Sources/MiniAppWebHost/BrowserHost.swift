@@ -1,14 +1,17 @@
-import Foundation
+public import Foundation
 import Hummingbird
 import HummingbirdCore
-import Logging
-import MiniAppBridge
-import MiniAppKit
+public import Logging
+public import MiniAppBridge
+public import MiniAppCore
+public import MiniAppKit
+public import MiniAppPermissions
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOPosix
+public import NIOPosix
 import ServiceLifecycle
 import Synchronization
+import UnixSignals
 
 /// A host for mini-apps in a browser: a host page on `localhost:<port>` shows each app in a frame of its
 /// own origin (`<app>.localhost:<port>`), answers the app's bridge from its origin, and asks the user

@@ -2,10 +2,13 @@ import Foundation
 import Hummingbird
 import HTTPTypes
 import MiniAppBridge
+import MiniAppCore
 import MiniAppKit
+import MiniAppPermissions
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+internal import CDispatch
 
 /// Answers the host page's origin and every app's origin, told apart by the `Host` header.
 struct BrowserHostResponder: HTTPResponder {
@@ -305,7 +308,7 @@ struct BrowserHostResponder: HTTPResponder {
         for (index, component) in components.enumerated() {
             current += "/" + component
             guard lstat(current, &info) == 0 else { return .missing }
-            let wanted = index == components.count - 1 ? S_IFREG : S_IFDIR
+            let wanted: mode_t = index == components.count - 1 ? S_IFREG : S_IFDIR
             guard (info.st_mode & S_IFMT) == wanted else { return .missing }
         }
         guard readingWhole else { return .file }

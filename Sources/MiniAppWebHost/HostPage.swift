@@ -1,3 +1,4 @@
+import Foundation
 import MiniAppBridge
 
 /// The host page: the running app in a frame of its own origin, its permissions with a way to revoke
