@@ -1,5 +1,5 @@
 import Foundation
-public import MiniAppCore
+package import MiniAppCore
 
 /// Change times vouched for after a version's `files.list` was written.
 ///
@@ -58,7 +58,7 @@ extension BundleCache {
     // MARK: Kept zips
 
     /// Where the version of `record` keeps its zip: `<sha256>.zip` in the version folder.
-    public func keptZipPath(_ record: InstallRecord) -> String? {
+    package func keptZipPath(_ record: InstallRecord) -> String? {
         guard record.sha256.utf8.count == 64, record.sha256.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
         return versionDirectory(appId: record.id, versionId: record.versionId) + "/" + record.sha256 + ".zip"
     }
@@ -74,7 +74,7 @@ extension BundleCache {
     /// installed and, when the version was verified, its recorded signature must verify with the key
     /// kept at install (no network) and one of `trustedKeys` when any are given. Returns `nil` when it
     /// passes, or what failed; throws ``CacheError/notCached(appId:versionId:)`` when no zip is kept.
-    public func verifyKeptZip(_ record: InstallRecord, trustedKeys: [String] = []) async throws -> String? {
+    package func verifyKeptZip(_ record: InstallRecord, trustedKeys: [String] = []) async throws -> String? {
         guard record.zipBytes > 0, let path = keptZipPath(record) else { throw CacheError.notCached(appId: record.id, versionId: record.versionId) }
         let digest: [UInt8]
         do {

@@ -1,6 +1,6 @@
 import Foundation
-public import Logging
-public import NIOPosix
+package import Logging
+package import NIOPosix
 public import MiniAppCore
 internal import CMiniAppArchive
 
@@ -13,21 +13,21 @@ internal import CMiniAppArchive
 /// The synchronous methods read and check the disk on the calling thread: from async code, prefer
 /// ``BundleInstaller``'s methods, which run that work on the thread pool given to it. The async methods
 /// here (``remove(appId:versionId:)``, ``prune(keep:maxBytes:protecting:)``) do their disk work on
-/// ``threadPool``.
+/// the cache's thread pool.
 public struct BundleCache: Sendable {
     /// The cache root.
     public let root: String
     /// The platform and project this cache view belongs to.
     public let namespace: CacheNamespace
     /// How long to wait for another process holding a version's lock.
-    public var lockTimeout: Duration
+    package var lockTimeout: Duration
     /// The pool that the async methods' disk work runs on.
-    public var threadPool: NIOThreadPool { pool.threadPool }
+    package var threadPool: NIOThreadPool { pool.threadPool }
     let pool: BlockingPool
     let logger: Logger
 
     /// A view of the cache at `root` for one namespace, doing its async methods' disk work on `threadPool`.
-    public init(
+    package init(
         root: String, namespace: CacheNamespace, lockTimeout: Duration = .seconds(300), threadPool: NIOThreadPool = .singleton,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
@@ -63,7 +63,7 @@ public struct BundleCache: Sendable {
     /// missing, and returns those it created, parents first, for ``removeIfEmpty(_:)`` to take back
     /// when the install fails.
     @discardableResult
-    public func prepare() throws(CacheError) -> [String] {
+    package func prepare() throws(CacheError) -> [String] {
         var created: [String] = []
         var missing: [String] = []
         var ancestor = root
@@ -110,7 +110,7 @@ public struct BundleCache: Sendable {
     }
 
     /// Removes the folders in `directories` that are empty, deepest first: what a failed install made.
-    public func removeIfEmpty(_ directories: [String]) {
+    package func removeIfEmpty(_ directories: [String]) {
         for directory in directories.reversed() { rmdir(directory) }
     }
 
@@ -138,7 +138,7 @@ public struct BundleCache: Sendable {
     /// The names in this namespace's folder: every app with a cached version is among them. Read once
     /// by a caller asking ``record(appId:versionId:)`` about thousands of apps (`list`), which then asks
     /// only about these.
-    public func appFolderNames() -> Set<String> {
+    package func appFolderNames() -> Set<String> {
         guard Self.isRealDirectory(root + "/bundles"), Self.isRealDirectory(namespaceDirectory) else { return [] }
         return Set(FileReading.children(of: namespaceDirectory))
     }
@@ -157,14 +157,14 @@ public struct BundleCache: Sendable {
     }
 
     /// The newest intact cached version of `appId`, by install time.
-    public func newestIntactRecord(appId: String) -> InstallRecord? {
+    package func newestIntactRecord(appId: String) -> InstallRecord? {
         records(appId: appId).first { check($0).intact }
     }
 
     /// This view, then a view of every other namespace under the same root: where to look when
     /// answering from the cache alone, whichever platform a version came from (it was verified when it
     /// was installed).
-    public func withOtherNamespaces() -> [BundleCache] {
+    package func withOtherNamespaces() -> [BundleCache] {
         [self] + Self.namespaces(root: root).filter { $0.key != namespace.key }.map {
             BundleCache(root: root, namespace: $0, lockTimeout: lockTimeout, threadPool: pool.threadPool, logger: logger)
         }
@@ -173,7 +173,7 @@ public struct BundleCache: Sendable {
     /// A cached version of `appId` from any namespace, with the view that holds it: version `versionId`,
     /// or the newest when `nil`; an intact copy before a damaged one, this namespace before the others,
     /// then the most recently installed. With `intactOnly`, a damaged copy is never returned.
-    public func lookup(appId: String, versionId: String? = nil, intactOnly: Bool = false) -> (cache: BundleCache, record: InstallRecord)? {
+    package func lookup(appId: String, versionId: String? = nil, intactOnly: Bool = false) -> (cache: BundleCache, record: InstallRecord)? {
         guard Identifier.isValid(appId), versionId.map(Identifier.isValid) ?? true else { return nil }
         var own: [(cache: BundleCache, record: InstallRecord)] = []
         var others: [(cache: BundleCache, record: InstallRecord)] = []
@@ -258,14 +258,16 @@ public struct BundleCache: Sendable {
 
     /// One version's thorough check.
     public struct VersionCheck: Sendable {
+        /// The cached version checked.
         public var record: InstallRecord
+        /// What the check found: intact, or which files are missing, changed or unexpected.
         public var report: IntegrityReport
     }
 
-    /// Checks every cached version (of `appId`, or of every app) thoroughly, on ``threadPool``. Each is
-    /// checked holding its version lock, waiting up to ``lockTimeout``, so that another process's
-    /// reinstall or removal is never taken for damage; a version removed meanwhile is left out. A cache
-    /// this process cannot write (no lock file can be made) is checked as it is.
+    /// Checks every cached version (of `appId`, or of every app) thoroughly, on the cache's thread pool.
+    /// Each is checked holding its version lock, waiting up to the configured lock timeout, so that
+    /// another process's reinstall or removal is never taken for damage; a version removed meanwhile is
+    /// left out. A cache this process cannot write (no lock file can be made) is checked as it is.
     public func verify(appId: String? = nil) async throws -> [VersionCheck] {
         let candidates = try await pool.run { records(appId: appId) }
         var checks: [VersionCheck] = []
@@ -531,7 +533,7 @@ public struct BundleCache: Sendable {
     /// Deletes what is in the trash; each entry is claimed with a rename so two processes never
     /// delete the same tree. With `orphans`, also entries claimed by deleters that may have died
     /// (a live one and this one then both delete, which is safe).
-    public func emptyTrash(orphans: Bool = false) {
+    package func emptyTrash(orphans: Bool = false) {
         guard Self.isRealDirectory(trashDirectory) else { return }
         if orphans {
             for entry in FileReading.children(of: trashDirectory) where entry.hasSuffix(".deleting") {
@@ -547,7 +549,7 @@ public struct BundleCache: Sendable {
 
     /// Moves into the trash what killed processes left: scratch folders whose version lock is free,
     /// and version folders without a record. Renames only: ``emptyTrash(orphans:)`` deletes.
-    public func sweep() {
+    package func sweep() {
         for entry in Self.isRealDirectory(temporaryRoot) ? FileReading.children(of: temporaryRoot) : [] {
             let parts = entry.split(separator: "@").map(String.init)
             guard parts.count == 3, parts[0] == namespace.key,
@@ -583,7 +585,7 @@ public struct BundleCache: Sendable {
     }
 
     /// Every namespace that has a folder under the cache root.
-    public static func namespaces(root: String) -> [CacheNamespace] {
+    package static func namespaces(root: String) -> [CacheNamespace] {
         FileReading.children(of: root + "/bundles").sorted().compactMap { key in
             guard let data = FileManager.default.contents(atPath: root + "/bundles/" + key + "/platform.json"),
                   let namespace = try? JSONDecoder().decode(CacheNamespace.self, from: data), namespace.key == key else { return nil }

@@ -4,14 +4,23 @@ import MiniAppPermissions
 
 /// Settings given on the command line; `nil` means "not given here".
 public struct ConfigurationOverrides: Sendable, Equatable {
+    /// `--platform`: the platform's base URL or a registry folder.
     public var platform: String?
+    /// `--project-id`: the project whose mini-apps the platform lists.
     public var projectId: String?
+    /// `--subscription-key`: the key sent to the platform with every request.
     public var subscriptionKey: String?
+    /// `--preview`: whether unpublished (preview) versions are listed and installed.
     public var preview: Bool?
+    /// `--cache-dir`: the cache folder.
     public var cacheDirectory: String?
+    /// `--signature-policy`: `required` or `advisory`.
     public var signaturePolicy: String?
+    /// `--lang`: the language manifests are localised to.
     public var language: String?
+    /// `--offline`: whether only the cache is used, never the platform.
     public var offline: Bool?
+    /// `--no-delta` (as `false`): whether an update fetches only the files that changed.
     public var delta: Bool?
     /// `--permission-store`: a SQLite file path or a `postgres://` URL.
     public var permissionStore: String?
@@ -38,41 +47,41 @@ public struct ConfigurationOverrides: Sendable, Equatable {
 /// The settings a piece of work reads. A loader asked for some reads and checks only those: the others
 /// keep their defaults, and a bad value there (a registry folder not made yet, a mistyped language) stops
 /// nothing that does not use it.
-public struct ConfigurationSettings: OptionSet, Sendable, Hashable {
-    public let rawValue: Int
-    public init(rawValue: Int) { self.rawValue = rawValue }
+package struct ConfigurationSettings: OptionSet, Sendable, Hashable {
+    package let rawValue: Int
+    package init(rawValue: Int) { self.rawValue = rawValue }
 
     /// The platform, which also names the cache's namespace.
-    public static let platform = Self(rawValue: 1 << 0)
-    public static let projectId = Self(rawValue: 1 << 1)
-    public static let subscriptionKey = Self(rawValue: 1 << 2)
-    public static let preview = Self(rawValue: 1 << 3)
-    public static let offline = Self(rawValue: 1 << 4)
-    public static let delta = Self(rawValue: 1 << 5)
-    public static let signaturePolicy = Self(rawValue: 1 << 6)
-    public static let language = Self(rawValue: 1 << 7)
-    public static let permissionStore = Self(rawValue: 1 << 8)
+    package static let platform = Self(rawValue: 1 << 0)
+    package static let projectId = Self(rawValue: 1 << 1)
+    package static let subscriptionKey = Self(rawValue: 1 << 2)
+    package static let preview = Self(rawValue: 1 << 3)
+    package static let offline = Self(rawValue: 1 << 4)
+    package static let delta = Self(rawValue: 1 << 5)
+    package static let signaturePolicy = Self(rawValue: 1 << 6)
+    package static let language = Self(rawValue: 1 << 7)
+    package static let permissionStore = Self(rawValue: 1 << 8)
     /// `retry`, `timeouts` and `maxResponseBytes`.
-    public static let network = Self(rawValue: 1 << 9)
+    package static let network = Self(rawValue: 1 << 9)
     /// `limits`: extraction limits and the largest download.
-    public static let limits = Self(rawValue: 1 << 10)
+    package static let limits = Self(rawValue: 1 << 10)
     /// `retention`.
-    public static let retention = Self(rawValue: 1 << 11)
+    package static let retention = Self(rawValue: 1 << 11)
     /// `trustedKeys` and `keyCacheSeconds`.
-    public static let trust = Self(rawValue: 1 << 12)
+    package static let trust = Self(rawValue: 1 << 12)
     /// `lockTimeoutSeconds`.
-    public static let lockTimeout = Self(rawValue: 1 << 13)
+    package static let lockTimeout = Self(rawValue: 1 << 13)
     /// `permissionStoreTimeouts`.
-    public static let permissionStoreTimeouts = Self(rawValue: 1 << 14)
+    package static let permissionStoreTimeouts = Self(rawValue: 1 << 14)
 
     /// What talking to the platform reads.
-    public static let platformAccess: Self = [.platform, .projectId, .subscriptionKey, .preview, .offline, .network, .language]
+    package static let platformAccess: Self = [.platform, .projectId, .subscriptionKey, .preview, .offline, .network, .language]
     /// What opening the permission store reads.
-    public static let permissions: Self = [.permissionStore, .permissionStoreTimeouts, .lockTimeout]
+    package static let permissions: Self = [.permissionStore, .permissionStoreTimeouts, .lockTimeout]
     /// What downloading, checking and installing a bundle reads.
-    public static let installing: Self = [.platformAccess, .delta, .signaturePolicy, .limits, .retention, .trust, .lockTimeout]
+    package static let installing: Self = [.platformAccess, .delta, .signaturePolicy, .limits, .retention, .trust, .lockTimeout]
     /// Every setting.
-    public static let all = Self(rawValue: (1 << 15) - 1)
+    package static let all = Self(rawValue: (1 << 15) - 1)
 }
 
 /// Builds a ``MiniAppConfiguration`` from the command line, then `MINIAPP_*` variables, then the
@@ -93,7 +102,7 @@ public struct ConfigurationLoader: Sendable {
     }
 
     /// The config file to read, and whether it must exist (it must when `MINIAPP_CONFIG` names it).
-    public var configFile: (path: String, required: Bool)? {
+    package var configFile: (path: String, required: Bool)? {
         if let named = environment["MINIAPP_CONFIG"], !named.isEmpty {
             return (absolute(named), true)
         }
@@ -106,9 +115,14 @@ public struct ConfigurationLoader: Sendable {
         return nil
     }
 
+    /// The resolved, validated configuration: every setting read and checked.
+    public func load(_ overrides: ConfigurationOverrides = ConfigurationOverrides()) throws(ConfigurationError) -> MiniAppConfiguration {
+        try load(overrides, reading: .all)
+    }
+
     /// The resolved, validated configuration. Only `settings` (and the cache directory) are read and
     /// checked; the others keep their defaults whatever the command line, environment or file say.
-    public func load(_ overrides: ConfigurationOverrides = ConfigurationOverrides(), reading settings: ConfigurationSettings = .all) throws(ConfigurationError) -> MiniAppConfiguration {
+    package func load(_ overrides: ConfigurationOverrides = ConfigurationOverrides(), reading settings: ConfigurationSettings) throws(ConfigurationError) -> MiniAppConfiguration {
         let file = try readConfigFile()
         let lookup = SettingLookup(overrides: overrides, environment: environment, file: file, reading: settings)
 

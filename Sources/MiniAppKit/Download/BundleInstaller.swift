@@ -117,7 +117,7 @@ public final class BundleInstaller: Sendable {
 
     /// Downloads the latest version of each app, at most `maxConcurrent` at a time; one app's failure
     /// does not stop the others. Results come back in the order of `appIds`.
-    public func download(
+    package func download(
         appIds: [String], maxConcurrent: Int, force: Bool = false
     ) async -> [(appId: String, result: Result<InstallOutcome, any Error>)] {
         // A fixed number of workers, each taking the next app until none is left: no task is added to

@@ -44,7 +44,7 @@ public enum Platforms {
     }
 
     /// Runs `body` with the configured platform and closes it afterwards.
-    public static func with<Result: Sendable>(
+    package static func with<Result: Sendable>(
         _ configuration: MiniAppConfiguration, connections: PlatformConnections = .pooled,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ body: (any PlatformAPI) async throws -> Result

@@ -9,8 +9,8 @@ public import MiniAppCore
 
 /// A client for a remote platform API over HTTP, with retries, timeouts and lenient decoding.
 ///
-/// Create one per configuration and call ``shutdown()`` when done, or use
-/// ``Platforms/with(_:logger:_:)`` which does it for you.
+/// Create one per configuration (``Platforms/open(_:httpClient:threadPool:connections:logger:)`` picks it
+/// for a remote platform) and call ``shutdown()`` when done.
 public final class PlatformClient: PlatformAPI {
     /// The base URL, ending with `/`.
     public let baseURL: URL

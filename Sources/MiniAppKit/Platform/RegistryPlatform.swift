@@ -5,7 +5,7 @@ public import MiniAppCore
 /// The platform API answered straight from a registry directory, with the same contract as over HTTP.
 /// The registry's files are read on a thread pool, never on the caller's thread.
 public struct RegistryPlatform: PlatformAPI {
-    public let registry: Registry
+    package let registry: Registry
     /// Whether preview versions are visible.
     public let preview: Bool
     private let pool: BlockingPool
