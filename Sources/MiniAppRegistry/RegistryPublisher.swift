@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import MiniAppCore
 
 /// What to publish: a bundle folder or zip, and how to name and sign it.

@@ -1,5 +1,5 @@
 import CMiniAppArchive
-public import Foundation
+import Foundation
 import MiniAppKit
 public import MiniAppCore
 

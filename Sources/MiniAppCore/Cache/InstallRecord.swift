@@ -249,7 +249,7 @@ extension InstallRecord {
 ///
 /// Dates are formatted and parsed by hand: the ICU-backed formatters cost milliseconds to set up, which
 /// the warm path of `load` cannot afford.
-public enum RecordCoding {
+package enum RecordCoding {
     /// The `userInfo` key that makes an encoder write what only `record.json` holds.
     package static let storageKey = CodingUserInfoKey(rawValue: "miniapp.storage")!
 
@@ -261,7 +261,7 @@ public enum RecordCoding {
     }
 
     /// An encoder for records and the CLI's JSON documents.
-    public static func encoder(pretty: Bool = false) -> JSONEncoder {
+    package static func encoder(pretty: Bool = false) -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
@@ -272,7 +272,7 @@ public enum RecordCoding {
     }
 
     /// A decoder matching ``encoder(pretty:)``; it takes dates with or without fractional seconds.
-    public static func decoder() -> JSONDecoder {
+    package static func decoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let text = try decoder.singleValueContainer().decode(String.self)
@@ -285,7 +285,7 @@ public enum RecordCoding {
     }
 
     /// `date` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-    public static func format(_ date: Date) -> String {
+    package static func format(_ date: Date) -> String {
         let milliseconds = self.milliseconds(date)
         var seconds = time_t(milliseconds.quotientAndRemainder(dividingBy: 1000).quotient - (milliseconds < 0 && milliseconds % 1000 != 0 ? 1 : 0))
         let fraction = Int(milliseconds - Int64(seconds) * 1000)
@@ -303,11 +303,11 @@ public enum RecordCoding {
     /// The whole milliseconds since 1970 of `date`, as ``format(_:)`` writes them. A date a few
     /// microseconds short of a millisecond is that millisecond: what a millisecond becomes after a
     /// trip through a `Double` of seconds.
-    public static func milliseconds(_ date: Date) -> Int64 {
+    package static func milliseconds(_ date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 * 1000 + 0.01).rounded(.down))
     }
 
-    public static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z") else { return nil }
         func number(_ range: Range<Int>) -> Int32? {

@@ -3,14 +3,14 @@ import Synchronization
 internal import CMiniAppOpenSSL
 
 /// OpenSSL's start-up, which the first hash or signature check otherwise waits for.
-public enum CryptoRuntime {
+package enum CryptoRuntime {
     /// Starts OpenSSL's one-time set-up (reading its configuration file and loading its providers,
     /// about 0.8 ms) on a background thread, so that it overlaps with whatever the caller does before
     /// its first hash; a hash started meanwhile waits for it. Calling it is optional and idempotent.
     ///
     /// It also tells OpenSSL not to free its state at exit, so that a process may exit while the set-up
     /// is still running on the other thread (the operating system reclaims the memory either way).
-    public static func warmUp() {
+    package static func warmUp() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
         OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil)
         WorkerThreads.detach(name: "miniapp.openssl") {

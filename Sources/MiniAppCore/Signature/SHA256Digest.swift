@@ -1,11 +1,11 @@
 internal import CMiniAppOpenSSL
 
 /// An incremental SHA-256, fed as bytes arrive.
-public final class SHA256Digest {
+package final class SHA256Digest {
     private let context: OpaquePointer
 
     /// A fresh digest.
-    public init() {
+    package init() {
         guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
             fatalError("OpenSSL cannot create a SHA-256 context: \(OpenSSLError.drain())")
         }
@@ -17,19 +17,19 @@ public final class SHA256Digest {
     }
 
     /// Adds `bytes` to the digest.
-    public func update(_ bytes: UnsafeRawBufferPointer) {
+    package func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         EVP_DigestUpdate(context, base, bytes.count)
     }
 
     /// Adds `bytes` to the digest.
-    public func update<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
+    package func update<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
         if let done: Void = bytes.withContiguousStorageIfAvailable({ update(UnsafeRawBufferPointer($0)) }) { return done }
         Array(bytes).withUnsafeBytes { update($0) }
     }
 
     /// The digest of everything added so far; the digest must not be updated afterwards.
-    public func finalize() -> [UInt8] {
+    package func finalize() -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         EVP_DigestFinal_ex(context, &output, &length)
@@ -37,7 +37,7 @@ public final class SHA256Digest {
     }
 
     /// The SHA-256 of `bytes`, for short inputs: it never waits for OpenSSL's start-up.
-    public static func hash<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> [UInt8] {
+    package static func hash<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
         let done = Array(bytes).withUnsafeBytes { input in
             CMiniAppOpenSSL_sha256(input.baseAddress, input.count, &output)
@@ -51,7 +51,7 @@ extension Sequence<UInt8> {
     /// The bytes as lowercase hexadecimal. (Inlinable, so that other modules get it specialized: the
     /// generic form cost a cache hit's first use 0.1 ms of runtime type lookups.)
     @inlinable
-    public var hexString: String {
+    package var hexString: String {
         let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
         for byte in self {

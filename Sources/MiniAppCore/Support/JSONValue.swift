@@ -39,7 +39,7 @@ public enum JSONValue: Sendable, Equatable, Codable {
     }
 
     /// The value as compact JSON text, for messages.
-    public var compactText: String {
+    package var compactText: String {
         switch self {
         case .null: return "null"
         case .bool(let value): return value ? "true" : "false"

@@ -1,9 +1,10 @@
 /// The name and version miniapp reports to platforms and users.
-public enum PackageInfo {
+@usableFromInline
+package enum PackageInfo {
     /// The tool's name, as sent in `User-Agent` and `ras-sdk-name`.
-    public static let name = "miniapp"
+    package static let name = "miniapp"
     /// The tool's version.
-    public static let version = "0.1.0"
+    @usableFromInline package static let version = "0.1.0"
     /// The `User-Agent` header value.
-    public static var userAgent: String { "\(name)/\(version)" }
+    package static var userAgent: String { "\(name)/\(version)" }
 }
