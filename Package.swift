@@ -198,11 +198,16 @@ let package = Package(
         // A test target per library module; a file that needs several modules goes with the highest.
         .testTarget(
             name: "MiniAppCoreTests",
-            dependencies: ["MiniAppCore", "MiniAppTestSupport"]
+            dependencies: ["MiniAppCore", "MiniAppTestSupport"],
+            swiftSettings: settings
         ),
         .testTarget(
             name: "MiniAppPermissionsTests",
-            dependencies: ["MiniAppPermissions", "MiniAppCore", "MiniAppTestSupport"]
+            dependencies: [
+                "MiniAppPermissions", "MiniAppCore", "MiniAppTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: settings
         ),
         .testTarget(
             name: "MiniAppKitTests",
@@ -214,11 +219,13 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: settings
         ),
         .testTarget(
             name: "MiniAppBridgeTests",
-            dependencies: ["MiniAppBridge", "MiniAppPermissions", "MiniAppCore", "MiniAppTestSupport"]
+            dependencies: ["MiniAppBridge", "MiniAppPermissions", "MiniAppCore", "MiniAppTestSupport"],
+            swiftSettings: settings
         ),
         .testTarget(
             name: "MiniAppRegistryTests",
@@ -226,19 +233,23 @@ let package = Package(
                 "MiniAppRegistry", "MiniAppCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]
+            ],
+            swiftSettings: settings
         ),
         .testTarget(
             name: "MiniAppWebHostTests",
-            dependencies: ["MiniAppWebHost", "MiniAppBridge", "MiniAppTestSupport"]
+            dependencies: ["MiniAppWebHost", "MiniAppBridge", "MiniAppTestSupport"],
+            swiftSettings: settings
         ),
         .testTarget(
             name: "miniappTests",
             dependencies: [
                 "miniapp", "miniapp-host", "miniapp-quickstart", "MiniAppKit", "MiniAppRegistry", "MiniAppTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]
+            ],
+            swiftSettings: settings
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import Foundation
+import MiniAppPermissions
 import MiniAppTestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CMiniAppArchive
 import Foundation
 import Logging
 import MiniAppPermissions
@@ -6,6 +7,7 @@ import MiniAppRegistry
 import MiniAppTestSupport
 import NIOConcurrencyHelpers
 import NIOPosix
+import Synchronization
 import Testing
 
 @testable import MiniAppCore

@@ -3,6 +3,7 @@ import Logging
 import NIOConcurrencyHelpers
 import MiniAppCore
 import MiniAppTestSupport
+import NIOPosix
 import Testing
 
 @testable import MiniAppKit

@@ -1,6 +1,7 @@
 import Foundation
 import MiniAppCore
 import MiniAppTestSupport
+import PostgresNIO
 import Synchronization
 import Testing
 

@@ -3,6 +3,8 @@ import Foundation
 import MiniAppKit
 import MiniAppCore
 import MiniAppTestSupport
+import NIOCore
+import NIOHTTP1
 import Testing
 
 /// Starts `miniapp serve` on a free port and returns the process and its base URL.
