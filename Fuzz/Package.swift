@@ -6,6 +6,13 @@
 // or server package.
 import PackageDescription
 
+// As in the main package: imports are internal unless a file says otherwise, and a file sees the members
+// of the modules it imports itself (MiniAppCore's sources are written for both).
+let settings: [SwiftSetting] = [
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
 let package = Package(
     name: "miniapp-fuzz",
     targets: [
@@ -13,11 +20,11 @@ let package = Package(
         .systemLibrary(name: "CMiniAppOpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "CMiniAppSystem"),
         // Testable, so that the fuzzers reach internal parsers (the install record's JSON reader).
-        .target(name: "MiniAppCore", dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem"], swiftSettings: [.unsafeFlags(["-enable-testing"])]),
-        .target(name: "FuzzSupport"),
-        .executableTarget(name: "FuzzArchive", dependencies: ["FuzzSupport", "MiniAppCore"]),
-        .executableTarget(name: "FuzzDecoders", dependencies: ["FuzzSupport", "MiniAppCore"]),
-        .executableTarget(name: "FuzzSignature", dependencies: ["FuzzSupport", "MiniAppCore"]),
+        .target(name: "MiniAppCore", dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem"], swiftSettings: settings + [.unsafeFlags(["-enable-testing"])]),
+        .target(name: "FuzzSupport", swiftSettings: settings),
+        .executableTarget(name: "FuzzArchive", dependencies: ["FuzzSupport", "MiniAppCore"], swiftSettings: settings),
+        .executableTarget(name: "FuzzDecoders", dependencies: ["FuzzSupport", "MiniAppCore"], swiftSettings: settings),
+        .executableTarget(name: "FuzzSignature", dependencies: ["FuzzSupport", "MiniAppCore"], swiftSettings: settings),
     ],
     swiftLanguageModes: [.v6]
 )
