@@ -8,6 +8,7 @@ public struct SecureStorageSize: Sendable, Equatable {
     /// The most the app may use: the limit the host gave.
     public var max: Int
 
+    /// A size of `used` bytes out of `max`.
     public init(used: Int, max: Int) {
         self.used = used
         self.max = max

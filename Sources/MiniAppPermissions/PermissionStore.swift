@@ -41,7 +41,9 @@ package protocol PermissionBackend: Sendable {
 /// each statement's answer. A database that is stopped fails within about `connect`; one that stopped
 /// answering, within `connect + statement`.
 public struct PermissionStoreTimeouts: Sendable, Equatable {
+    /// How long opening a connection may take.
     public var connect: Duration
+    /// How long one statement may take.
     public var statement: Duration
 
     /// Timeouts of `connect` and `statement` (5 s each by default).
@@ -249,9 +251,12 @@ public final class PermissionStore: Sendable {
 public struct PermissionSnapshot: Sendable, Equatable, Codable {
     /// One app's decisions.
     public struct App: Sendable, Equatable, Codable {
+        /// The app id.
         public var id: String
+        /// The app's stored decisions.
         public var permissions: [StoredPermission]
 
+        /// An app's entry with the given decisions.
         public init(id: String, permissions: [StoredPermission]) {
             self.id = id
             self.permissions = permissions
@@ -262,10 +267,13 @@ public struct PermissionSnapshot: Sendable, Equatable, Codable {
     public var format: String
     /// The format's version, 1.
     public var version: Int
+    /// The apps with decisions, each with all of them.
     public var apps: [App]
 
+    /// The value of `format` that names this document.
     public static let formatName = "miniapp.permissions"
 
+    /// A snapshot of the given apps' decisions.
     public init(apps: [App]) {
         format = Self.formatName
         version = 1

@@ -53,6 +53,7 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         case verifyFull = "verify-full"
     }
 
+    /// The user to connect as.
     public var user: String
     /// The password: a secret, never part of ``description``.
     public var password: String?
@@ -60,8 +61,11 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     public var host: String?
     /// The folder holding the server's Unix socket (`?host=/path`), instead of TCP.
     public var socketDirectory: String?
+    /// The server's port.
     public var port: Int
+    /// The database's name.
     public var database: String
+    /// Whether and how TLS is used.
     public var sslMode: SSLMode
     /// The schema the tables go in (`?search_path=`), else the server's default.
     public var searchPath: String?

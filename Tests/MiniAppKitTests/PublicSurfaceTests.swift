@@ -19,6 +19,16 @@ import Testing
         let undocumented = symbols.filter { !$0.documented }.map(\.name).sorted()
         #expect(undocumented.isEmpty, "public declarations without a /// summary: \(undocumented.joined(separator: ", "))")
     }
+
+    /// A host names MiniAppCore's and MiniAppPermissions' types too (records, manifests, errors, the store).
+    @Test(.enabled(if: PublicSurface.extractor != nil, "swift-symbolgraph-extract is not in the toolchain"),
+          arguments: ["MiniAppCore", "MiniAppPermissions"])
+    func everyPublicDeclarationOfTheModulesAHostNamesIsDocumented(module: String) async throws {
+        let symbols = try await PublicSurface.declarations(of: module)
+        #expect(!symbols.isEmpty)
+        let undocumented = symbols.filter { !$0.documented }.map(\.name).sorted()
+        #expect(undocumented.isEmpty, "public declarations of \(module) without a /// summary: \(undocumented.joined(separator: ", "))")
+    }
 }
 
 /// The public declarations of a module of this build, from its symbol graph.

@@ -24,7 +24,9 @@ public struct BundleFile: Sendable, Equatable, Codable {
 
 /// A file system timestamp with nanoseconds.
 public struct FileTimestamp: Sendable, Equatable, Codable {
+    /// The whole seconds since the epoch.
     public var seconds: Int64
+    /// The nanoseconds past `seconds`.
     public var nanoseconds: Int64
 
     /// A timestamp with the given parts.
@@ -49,6 +51,7 @@ public struct FileTimestamp: Sendable, Equatable, Codable {
 public struct BundleDirectory: Sendable, Equatable {
     /// The path relative to the bundle folder; `.` for the bundle folder itself.
     public var path: String
+    /// The folder's change time right after the install wrote it.
     public var changedAt: FileTimestamp
 
     /// A record with the given values.
@@ -63,7 +66,9 @@ public struct BundleDirectory: Sendable, Equatable {
 /// per file and `d ctime-s ctime-ns path` per folder (paths never hold a newline: names with control
 /// characters are refused at extraction).
 public struct BundleFileList: Sendable, Equatable {
+    /// The files, in the order they were recorded.
     public var files: [BundleFile]
+    /// The folders, in the order they were recorded.
     public var directories: [BundleDirectory]
 
     package static let header = "miniapp-files 1"

@@ -22,6 +22,7 @@ public enum SignatureStatus: String, Sendable, Codable {
 
 /// How a version's zip came: whole, or assembled from the app's kept zip and the ranges that changed.
 public struct Transfer: Sendable, Equatable, Codable {
+    /// The ways a zip can come.
     public enum Method: String, Sendable, Codable {
         /// Every byte came from the source (the network, or the local zip of `install`).
         case full
@@ -29,6 +30,7 @@ public struct Transfer: Sendable, Equatable, Codable {
         case delta
     }
 
+    /// Whether the zip came whole or as a delta.
     public var method: Method
     /// The bytes read from the source: response bodies for a download (all attempts), the zip's size
     /// for a local bundle.
@@ -37,6 +39,7 @@ public struct Transfer: Sendable, Equatable, Codable {
     /// compressed data), or local headers rebuilt from the new zip's central directory.
     public var reusedBytes: Int64
 
+    /// A transfer with the given method and byte counts.
     public init(method: Method, fetchedBytes: Int64, reusedBytes: Int64) {
         self.method = method
         self.fetchedBytes = fetchedBytes

@@ -2,31 +2,47 @@
 public struct ManifestDiff: Sendable, Equatable, Encodable {
     /// A permission whose reason changed.
     public struct ReasonChange: Sendable, Equatable, Encodable {
+        /// The permission's full name.
         public var name: String
+        /// The reason before; `nil` when there was none.
         public var from: String?
+        /// The reason after; `nil` when there is none.
         public var to: String?
     }
 
     /// A token audience whose scopes changed (`from` empty: added; `to` empty: removed).
     public struct TokenChange: Sendable, Equatable, Encodable {
+        /// The token's audience.
         public var audience: String
+        /// The scopes before.
         public var from: [String]
+        /// The scopes after.
         public var to: [String]
     }
 
     /// A customMetaData key whose value changed (`nil`: absent on that side).
     public struct MetadataChange: Sendable, Equatable, Encodable {
+        /// The customMetaData key.
         public var key: String
+        /// The value before.
         public var from: String?
+        /// The value after.
         public var to: String?
     }
 
+    /// Required permissions the other manifest adds.
     public var requiredAdded: [String]
+    /// Required permissions the other manifest drops.
     public var requiredRemoved: [String]
+    /// Optional permissions the other manifest adds.
     public var optionalAdded: [String]
+    /// Optional permissions the other manifest drops.
     public var optionalRemoved: [String]
+    /// Permissions whose reason changed.
     public var reasonsChanged: [ReasonChange]
+    /// Access-token audiences whose scopes changed.
     public var tokensChanged: [TokenChange]
+    /// customMetaData keys whose value changed.
     public var customMetaDataChanged: [MetadataChange]
 
     /// Whether nothing changed.

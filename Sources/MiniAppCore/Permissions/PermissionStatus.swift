@@ -2,8 +2,11 @@ public import Foundation
 
 /// A user's decision on one custom permission of one app.
 public enum PermissionStatus: String, Sendable, Codable, CaseIterable {
+    /// The user allowed it.
     case allowed = "ALLOWED"
+    /// The user denied it.
     case denied = "DENIED"
+    /// The host does not offer it.
     case notAvailable = "PERMISSION_NOT_AVAILABLE"
 }
 
@@ -23,8 +26,11 @@ public enum PermissionName {
 
 /// One stored decision.
 public struct StoredPermission: Sendable, Equatable, Codable {
+    /// The permission's full name.
     public var name: String
+    /// The decision.
     public var status: PermissionStatus
+    /// When it was taken.
     public var decidedAt: Date
 
     /// A decision on `name`, taken at `decidedAt`.
@@ -79,11 +85,13 @@ public struct PermissionState: Sendable, Equatable, Encodable {
 
 /// One change in an app's permission history.
 public struct PermissionChange: Sendable, Equatable, Encodable {
+    /// The permission's full name.
     public var name: String
     /// The status before; `nil` when it was undecided.
     public var from: PermissionStatus?
     /// The status after; `nil` when it was reset.
     public var to: PermissionStatus?
+    /// When it changed.
     public var changedAt: Date
 
     /// A change of `name` from `from` to `to` at `changedAt`.

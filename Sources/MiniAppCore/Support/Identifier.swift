@@ -34,10 +34,15 @@ public enum Identifier {
 
 /// What an identifier names, for error messages.
 public enum IdentifierKind: String, Sendable {
+    /// An app id.
     case app = "app id"
+    /// A version id.
     case version = "version id"
+    /// A project id.
     case project = "project id"
+    /// A signing key id.
     case key = "key id"
+    /// A preview code's token.
     case previewToken = "preview token"
 }
 

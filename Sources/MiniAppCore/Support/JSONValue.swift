@@ -2,11 +2,17 @@ import Foundation
 
 /// Any JSON value, for documents whose shape is checked by hand rather than by `Codable`.
 public enum JSONValue: Sendable, Equatable, Codable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number.
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object.
     case object([String: JSONValue])
 
     public init(from decoder: any Decoder) throws {
