@@ -29,7 +29,8 @@ public func fuzzArchive(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 }
 
 /// `bytes` as a whole zip and as the end of a zip 1 KiB longer: a layout read from either holds spans in
-/// order inside the zip, and the plan from it to itself copies every entry and covers `0..<end` once.
+/// order inside the zip, and the plan from it to itself covers `0..<end` once and copies every entry,
+/// unless the entries are too small a part of it to be worth copying (then it fetches everything).
 func checkLayout(_ bytes: [UInt8]) {
     for size in [UInt64(bytes.count), UInt64(bytes.count) + 1024] {
         let tail = ZipTail(bytes: bytes, size: size)
@@ -47,7 +48,14 @@ func checkLayout(_ bytes: [UInt8]) {
             cursor = piece.end
         }
         precondition(cursor == layout.directoryStart, "plan does not reach the directory")
-        precondition(plan.reusedBytes == layout.spans.reduce(0) { $0 + $1.key.length }, "an unchanged entry is fetched")
+        // Entries that are less than the smallest reuse of the bytes planned are fetched whole, in one piece.
+        let entries = layout.spans.reduce(0) { $0 + $1.key.length }
+        let reuse = DeltaPlan.smallestReuse
+        if entries * reuse.denominator < layout.directoryStart * reuse.numerator {
+            precondition(plan.pieces.count <= 1 && plan.reusedBytes == 0, "a plan that reuses too little copies")
+            continue
+        }
+        precondition(plan.reusedBytes == entries, "an unchanged entry is fetched")
         // Every entry is copied whole, from an entry with its key.
         let keys = Dictionary(layout.spans.map { ($0.offset, $0.key) }, uniquingKeysWith: { first, _ in first })
         let copied = plan.copiedEntries(of: layout)
