@@ -31,7 +31,20 @@ public func fuzzDecoders(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     _ = InstallRecord(json: array)
     checkMultipart(array)
+    checkAppList(bytes)
     return 0
+}
+
+/// The app list's fast reader (what `list` prints from) takes exactly the documents the record reader
+/// takes, with the same elements and the same ids.
+func checkAppList(_ bytes: Data) {
+    let elements = AppRecord.listElements(Array(bytes))
+    let text = AppListText.read(bytes)
+    precondition((text == nil) == (elements == nil), "the app list's readers disagree on a document")
+    guard let text, let elements else { return }
+    precondition(text.elementCount == elements.count && text.entries.count == elements.compactMap { $0 }.count, "the app list's readers count differently")
+    let ids = text.withTexts { texts in text.entries.map { texts.string($0.id) } }
+    precondition(ids == elements.compactMap { $0 }.map(\.id), "the app list's readers read different ids")
 }
 
 /// A multipart/byteranges body read whole and read in pieces (cut where the first byte says) gives
