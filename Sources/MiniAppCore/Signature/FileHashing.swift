@@ -1,4 +1,7 @@
 import Foundation
+// `stat` reaches this module through libarchive's header too: a whole-module build (release) asks its
+// members to be imported from there.
+internal import CMiniAppArchive
 
 /// Hashing whole files.
 package enum FileHashing {

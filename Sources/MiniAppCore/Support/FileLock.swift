@@ -1,4 +1,7 @@
 import Foundation
+// `stat` reaches this module through libarchive's header too: a whole-module build (release) asks its
+// members to be imported from there.
+internal import CMiniAppArchive
 
 /// An exclusive `flock` on a lock file, released when the value is dropped or the process dies.
 ///

@@ -1,4 +1,7 @@
 import Foundation
+// `stat` reaches this module through libarchive's header too: a whole-module build (release) asks its
+// members to be imported from there.
+internal import CMiniAppArchive
 
 /// Small whole files read with plain system calls, for the paths every command takes at start (the
 /// config file, an install record, a file list), where Foundation's `Data(contentsOf:)` costs more than
