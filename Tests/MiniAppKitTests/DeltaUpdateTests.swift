@@ -1,4 +1,6 @@
+// `stat` reaches these tests through libarchive's header too (MemberImportVisibility).
 import Foundation
+import CMiniAppArchive
 import Logging
 import NIOConcurrencyHelpers
 import MiniAppCore

@@ -1,3 +1,5 @@
+// `stat` and its kin reach this file through a C module's header too (MemberImportVisibility).
+import CDispatch
 import Foundation
 import MiniAppCore
 import MiniAppKit
