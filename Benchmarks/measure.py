@@ -103,8 +103,8 @@ def main():
     round_ratios = {name: statistics.median(x / y for x, y in zip(samples[a], samples[b])) for name, (a, b) in compared.items()}
     goals = {
         "cold download / stock pipeline": 0.8,
-        "warm download --version / miniapp --version": 1.3,
-        "warm download latest / miniapp --version": 1.7,
+        "warm download --version / miniapp --version": 1.5,
+        "warm download latest / miniapp --version": 1.8,
         "cache verify / sha256sum": 0.5,
         "list --json of 10,000 apps / curl of the same list": 2.0,
     }
