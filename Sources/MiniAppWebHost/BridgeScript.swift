@@ -152,11 +152,27 @@ if (window.parent !== window && window.parent === window.top) {
   var nonce = Array.prototype.map.call(window.crypto.getRandomValues(new Uint8Array(16)), function (b) { return (b + 256).toString(16).substring(1); }).join('');
   window.addEventListener('message', function (event) {
     var data = event.data;
-    if (event.source !== window.parent || HOSTS.indexOf(event.origin) < 0 || !data || data.miniappBridge !== 'grant' || data.nonce !== nonce) { return; }
-    if (capability !== null || refusal !== null) { return; }
+    if (event.source !== window.parent || HOSTS.indexOf(event.origin) < 0 || !data || data.nonce !== nonce) { return; }
+    if (data.miniappBridge === 'event' && typeof data.name === 'string') {
+      // The host page's side of the app: an external page it showed was closed.
+      bridge.execCustomEventsCallback(data.name, typeof data.message === 'string' ? data.message : '');
+      return;
+    }
+    if (data.miniappBridge !== 'grant' || capability !== null || refusal !== null) { return; }
     if (typeof data.capability === 'string') { granted(data.capability); } else { refused(String(data.error || 'the host refused the bridge')); }
   });
   HOSTS.forEach(function (origin) { window.parent.postMessage({ miniappBridge: 'hello', nonce: nonce }, origin); });
+  // A page of another site is an external web view in a native host: the app's frame stays where it
+  // is, and the host page offers the page in a tab of its own, then tells the app it was closed.
+  if (window.navigation) {
+    window.navigation.addEventListener('navigate', function (event) {
+      var target;
+      try { target = new URL(event.destination.url); } catch (e) { return; }
+      if (target.origin === location.origin || !event.cancelable || (target.protocol !== 'http:' && target.protocol !== 'https:')) { return; }
+      event.preventDefault();
+      HOSTS.forEach(function (origin) { window.parent.postMessage({ miniappBridge: 'external', nonce: nonce, url: target.href }, origin); });
+    });
+  }
   setTimeout(function () { if (capability === null && refusal === null) { refused('the host page did not grant this page the bridge'); } }, 15000);
 } else {
   refused('only the page the host opened in the mini-app\'s frame may use the bridge');

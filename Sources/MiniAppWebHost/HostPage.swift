@@ -8,7 +8,8 @@ import MiniAppBridge
 /// Stable hooks for people and tools: `#miniapp-frame` (the app), `#gate` with `#gate-allow`,
 /// `#gate-deny`, `#gate-message`; `#miniapp-prompt` (a waiting prompt, `data-prompt-id`) with one
 /// checkbox `input[data-permission="<name>"]` per permission, `#prompt-confirm`, `#prompt-allow-all`,
-/// `#prompt-deny-all`; `#permissions` rows `[data-permission="<name>"]` with `data-status` and a
+/// `#prompt-deny-all`; `#miniapp-external` (a page of another site the app opened) with `#external-link` and
+/// `#external-close`; `#permissions` rows `[data-permission="<name>"]` with `data-status` and a
 /// `button[data-action="allow" | "revoke"]`; `#status` for what happened last.
 enum HostPage {
     static func html(appId: String?, appOrigin: String?, apps: [String], session: String) -> String {
@@ -27,7 +28,7 @@ enum HostPage {
         #side{width:320px;padding:12px;overflow:auto;border-right:1px solid #ccc;box-sizing:border-box}
         #main{flex:1;position:relative}
         #miniapp-frame{border:0;width:100%;height:100%}
-        #gate,#miniapp-prompt{position:absolute;inset:0;background:rgba(255,255,255,.97);padding:24px;overflow:auto}
+        #gate,#miniapp-prompt,#miniapp-external{position:absolute;inset:0;background:rgba(255,255,255,.97);padding:24px;overflow:auto}
         .reason{color:#555;font-size:90%;margin:2px 0 10px 24px;white-space:pre-wrap}
         .row{margin:6px 0}
         [hidden]{display:none!important}
@@ -39,6 +40,9 @@ enum HostPage {
         <div id="main">
         <div id="gate" hidden><h3>Before this mini-app starts</h3><p>It needs these permissions:</p><div id="gate-items"></div>
         <button id="gate-allow">Allow and start</button> <button id="gate-deny">Deny</button><p id="gate-message"></p></div>
+        <div id="miniapp-external" hidden><h3>The mini-app opens a page of another site</h3>
+        <p><a id="external-link" target="_blank" rel="noopener noreferrer"></a></p>
+        <button id="external-close">Back to the mini-app</button></div>
         <div id="miniapp-prompt" hidden><h3 id="prompt-title"></h3><div id="prompt-items"></div>
         <button id="prompt-confirm">Confirm</button> <button id="prompt-allow-all">Allow all</button> <button id="prompt-deny-all">Deny all</button></div>
         </div>
@@ -52,7 +56,7 @@ enum HostPage {
   var session, appId, appOrigin, prompts = [], shown = null, after = 0;
   // The capability held by the document in the app's frame, the greetings seen, and the greetings seen
   // at the frame's last load (a load without a greeting is a document without the bridge).
-  var grant = null, hellos = 0, hellosAtLoad = 0;
+  var grant = null, hellos = 0, hellosAtLoad = 0, externalTarget = null;
   function api(method, path, body) {
     return fetch('/api/' + path, {
       method: method, cache: 'no-store',
@@ -83,9 +87,32 @@ enum HostPage {
   }
   // The document in the app's frame greets this page: it gets a capability of its own, and the one
   // of the document before it ends. Greetings from anything else (a popup, a nested page) are ignored.
+  // The app's frame asks to show a page of another site (an external web view in a native host): the
+  // user opens it in a tab of its own, and going back tells the app it was closed.
+  function external(data, target) {
+    var url;
+    try { url = new URL(data.url); } catch (e) { return; }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') { return; }
+    var link = $('external-link');
+    link.href = url.href;
+    link.textContent = url.href;
+    $('miniapp-external').dataset.nonce = data.nonce;
+    $('miniapp-external').hidden = false;
+    externalTarget = target;
+  }
+  function closeExternal() {
+    var box = $('miniapp-external');
+    if (box.hidden) { return; }
+    box.hidden = true;
+    if (externalTarget) {
+      externalTarget.postMessage({ miniappBridge: 'event', nonce: box.dataset.nonce, name: 'miniappwebviewclosed' }, appOrigin);
+      externalTarget = null;
+    }
+  }
   function greeted(event) {
     var frame = $('miniapp-frame'), data = event.data;
     if (!frame || event.source !== frame.contentWindow || event.origin !== appOrigin) { return; }
+    if (data && data.miniappBridge === 'external' && typeof data.url === 'string' && typeof data.nonce === 'string') { external(data, event.source); return; }
     if (!data || data.miniappBridge !== 'hello' || typeof data.nonce !== 'string') { return; }
     var number = ++hellos, replaced = grant, target = event.source;
     grant = null;
@@ -113,6 +140,8 @@ enum HostPage {
   function stopFrame() {
     var frame = $('miniapp-frame');
     if (frame) { frame.parentNode.removeChild(frame); }
+    $('miniapp-external').hidden = true;
+    externalTarget = null;
     endGrant();
   }
   function render(state) {
@@ -227,6 +256,7 @@ enum HostPage {
     $('prompt-confirm').addEventListener('click', function () { answerPrompt(); });
     $('prompt-allow-all').addEventListener('click', function () { answerPrompt('ALLOWED'); });
     $('prompt-deny-all').addEventListener('click', function () { answerPrompt('DENIED'); });
+    $('external-close').addEventListener('click', closeExternal);
     if (!appId) {
       $('app-title').textContent = 'Mini-apps';
       (document.body.getAttribute('data-apps') || '').split(' ').filter(Boolean).forEach(function (id) {

@@ -444,6 +444,22 @@ def main():
         check(malformed['ok'][0] == 400 and 'MalformedMessageError' in malformed['ok'][1], 'a malformed message gets an error', malformed)
         check(call(driver, 'MiniAppBridge.getUniqueId()').get('ok') == unique['ok'], 'the host still answers after bad messages')
 
+        # A page of another site is an external web view: the frame stays on the app, the host page offers
+        # the page in a tab of its own, and going back tells the app it was closed. (Nothing is fetched.)
+        driver.execute_script('window.__closed = null; window.addEventListener("miniappwebviewclosed", function () { window.__closed = true; });'
+                              ' location.href = "https://example.com/elsewhere";')
+        driver.switch_to.default_content()
+        wait(lambda: driver.find_element(By.ID, 'miniapp-external').is_displayed(), 'the host page offers the external page')
+        link = driver.find_element(By.ID, 'external-link')
+        check(link.get_attribute('href') == 'https://example.com/elsewhere' and link.get_attribute('target') == '_blank', 'the external page opens in a tab of its own', link.get_attribute('outerHTML'))
+        into_app(driver)
+        stayed = driver.execute_script('return [location.origin, !!document.querySelector("h1")]')
+        check(stayed == ['http://probe.localhost:%d' % port, True], 'the app\'s frame stays on the app', stayed)
+        driver.switch_to.default_content()
+        click(lambda: driver.find_element(By.ID, 'external-close'), 'click external-close')
+        into_app(driver)
+        check(wait(lambda: driver.execute_script('return window.__closed'), 'the app hears miniappwebviewclosed'), 'the app hears miniappwebviewclosed when the external page is closed')
+
         # Revoking a required permission closes the gate.
         driver.switch_to.default_content()
         click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.USER_NAME"] button[data-action="revoke"]'), 'revoke USER_NAME on the host page')
@@ -479,6 +495,21 @@ def main():
             click(lambda: driver.find_element(By.XPATH, '//*[normalize-space(text())="Fetch Unique ID"]'), 'open the sample\'s Fetch Unique ID page')
             click(lambda: driver.find_element(By.XPATH, '//button[contains(., "MESSAGING") or contains(., "Messaging") or contains(., "UNIQUE") or contains(., "Unique")]'), 'the sample unique-id page')
             wait(lambda: re.search(r'[0-9a-f]{64}', driver.find_element(By.TAG_NAME, 'body').text), 'the sample unique-id page shows an id from the bridge')
+            # Its Launch App Settings page shows the host's boolean (an error answer there blanks the app).
+            click(lambda: driver.find_element(By.XPATH, '//*[normalize-space(text())="Launch App Settings"]'), 'open the sample\'s Launch App Settings page')
+            click(lambda: driver.find_element(By.XPATH, '//button[contains(., "Get Launch App Settings") or contains(., "GET LAUNCH APP SETTINGS")]'), 'the sample launch-app-settings page')
+            wait(lambda: 'false' in driver.find_element(By.TAG_NAME, 'body').text, 'the sample shows the host\'s answer to launchAppSettings')
+            # Its Event Listener page opens an external web view: the app stays, the host page offers the
+            # page, and closing it reaches the app as miniappwebviewclosed.
+            click(lambda: driver.find_element(By.XPATH, '//*[normalize-space(text())="Event Listener"]'), 'open the sample\'s Event Listener page')
+            before = wait(lambda: (lambda t: t if 'External Webview Closed' in t else None)(driver.find_element(By.TAG_NAME, 'body').text), 'the sample event-listener page')
+            click(lambda: driver.find_element(By.XPATH, '//button[contains(., "Open External Webview") or contains(., "OPEN EXTERNAL WEBVIEW")]'), 'the sample opens an external web view')
+            driver.switch_to.default_content()
+            wait(lambda: driver.find_element(By.ID, 'miniapp-external').is_displayed(), 'the host page offers the sample\'s external page')
+            click(lambda: driver.find_element(By.ID, 'external-close'), 'click external-close (sample)')
+            into_app(driver)
+            after = wait(lambda: (lambda t: t if t != before and 'External Webview Closed' in t else None)(driver.find_element(By.TAG_NAME, 'body').text), 'the sample hears the external web view closed')
+            check('External Webview Closed' in after, 'the sample stays and hears miniappwebviewclosed')
             # Its user-details page: name and photo (allowed at the gate), contacts through a prompt.
             click(lambda: driver.find_element(By.XPATH, '//*[normalize-space(text())="User Details"]'), 'open the sample\'s User Details page')
             click(lambda: driver.find_element(By.CSS_SELECTOR, '[data-testid="fetchNamePhotoButton"]'), 'the sample user-details page')
