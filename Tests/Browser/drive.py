@@ -127,6 +127,18 @@ def into_app(driver):
     wait(lambda: driver.execute_script('return !!window.MiniAppBridge && document.readyState === "complete"'), 'the bridge is defined in the app')
 
 
+def popup_is_refused(driver, popup, main_window, token, after, reader):
+    """From `popup`, with the ended capability `token`: a read (`reader`), a storage write and a
+    FILE_DOWNLOAD prompt are refused, and no prompt reaches the host page."""
+    driver.switch_to.window(popup)
+    check(refused(raw_call(driver, reader, None, token)), 'after %s, the popup\'s %s is refused' % (after, reader))
+    check(refused(raw_call(driver, 'setSecureStorageItems', {'secureStorageItems': {'stolen': 'after ' + after}}, token)), 'after %s, the popup\'s setSecureStorage is refused' % after)
+    asked = raw_call(driver, 'requestCustomPermissions', {'permissions': [{'name': 'rakuten.miniapp.device.FILE_DOWNLOAD', 'description': 'x'}]}, token)
+    check(refused(asked), 'after %s, the popup cannot raise a FILE_DOWNLOAD prompt' % after, asked)
+    driver.switch_to.window(main_window)
+    check(not driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'no prompt reaches the host page after ' + after)
+
+
 def hostile(driver, extra):
     """A hostile app (the probe, as app `hostile`) tries to outlive its close and its gate through a popup,
     to keep a prompt of a closed app, to register a service worker, and a local program forges its
@@ -166,13 +178,7 @@ def hostile(driver, extra):
     driver.execute_script('MiniAppBridge.closeMiniApp(false)')
     driver.switch_to.default_content()
     wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0, 'closeMiniApp removes the hostile app\'s frame')
-    driver.switch_to.window(popup)
-    check(refused(raw_call(driver, 'getUserName', None, token)), 'after close, the popup\'s getUserName is refused')
-    check(refused(raw_call(driver, 'setSecureStorageItems', {'secureStorageItems': {'stolen': 'after close'}}, token)), 'after close, the popup\'s setSecureStorage is refused')
-    asked = raw_call(driver, 'requestCustomPermissions', {'permissions': [{'name': 'rakuten.miniapp.device.FILE_DOWNLOAD', 'description': 'x'}]}, token)
-    check(refused(asked), 'after close, the popup cannot raise a prompt', asked)
-    driver.switch_to.window(main_window)
-    check(not driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'no prompt reaches the host page after close')
+    popup_is_refused(driver, popup, main_window, token, 'close', 'getUserName')
 
     # Open again, steal again, then the user revokes the required permission: the gate closes.
     driver.get(url)
@@ -188,13 +194,7 @@ def hostile(driver, extra):
     driver.switch_to.default_content()
     click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.USER_NAME"] button[data-action="revoke"]'), 'revoke USER_NAME (hostile)')
     wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and driver.find_element(By.ID, 'gate').is_displayed(), 'revoking USER_NAME closes the hostile app')
-    driver.switch_to.window(popup)
-    check(refused(raw_call(driver, 'getUniqueId', None, token)), 'after revoke, the popup\'s getUniqueId is refused')
-    check(refused(raw_call(driver, 'setSecureStorageItems', {'secureStorageItems': {'stolen': 'after revoke'}}, token)), 'after revoke, the popup\'s setSecureStorage is refused')
-    asked = raw_call(driver, 'requestCustomPermissions', {'permissions': [{'name': 'rakuten.miniapp.device.FILE_DOWNLOAD', 'description': 'x'}]}, token)
-    check(refused(asked), 'after revoke, the popup cannot raise a FILE_DOWNLOAD prompt', asked)
-    driver.switch_to.window(main_window)
-    check(not driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'no prompt reaches the host page after revoke')
+    popup_is_refused(driver, popup, main_window, token, 'revoke', 'getUniqueId')
 
     # A local program that forges the app's Origin and Host gets nothing without a capability.
     for capability in [None, '0' * 64, token]:
