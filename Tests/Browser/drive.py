@@ -460,6 +460,18 @@ def main():
         into_app(driver)
         check(wait(lambda: driver.execute_script('return window.__closed'), 'the app hears miniappwebviewclosed'), 'the app hears miniappwebviewclosed when the external page is closed')
 
+        # The host page goes (another page in its tab): the capability it handed the frame ends with it.
+        left = call(driver, CAPTURE % 'window')['ok']
+        driver.switch_to.default_content()
+        driver.get('about:blank')
+        def bridge_status():
+            return status(urllib.request.Request('http://127.0.0.1:%d/__miniapp/bridge' % port, method='POST', data=b'{"id":"1","action":"getUniqueId"}',
+                                                 headers={'Host': 'probe.localhost:%d' % port, 'Origin': 'http://probe.localhost:%d' % port,
+                                                          'Content-Type': 'application/json', 'X-Miniapp-Capability': left}))
+        check(wait(lambda: bridge_status() == 403, 'the capability of a host page that went ends'), 'the capability ends when its host page goes')
+        driver.get(url)
+        into_app(driver)
+
         # Revoking a required permission closes the gate.
         driver.switch_to.default_content()
         click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="rakuten.miniapp.user.USER_NAME"] button[data-action="revoke"]'), 'revoke USER_NAME on the host page')
