@@ -183,7 +183,7 @@ enum DirectHTTP {
         let (connection, request, decoder) = try sendRequest(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
         do {
             let reader = AnswerReader(connection: connection, request: request, decoder: decoder)
-            let (status, headers) = try reader.head()
+            let (status, headers, _) = try reader.head()
             return DirectResponse(status: status, headers: headers, reader: reader, canceller: canceller)
         } catch {
             canceller.close(connection.descriptor)
@@ -206,7 +206,7 @@ enum DirectHTTP {
         return HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: fields)
     }
 
-    static func isTokenByte(_ byte: UInt8) -> Bool {
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
         default: Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
@@ -355,8 +355,8 @@ enum DirectHTTP {
     /// Reads the answer to the request written on `connection`, whole.
     static func readAnswer(from connection: Connection, request: HTTPRequestHead, decoder: HTTPAnswerDecoder, maxBytes: Int) throws -> HTTPAnswer {
         let reader = AnswerReader(connection: connection, request: request, decoder: decoder)
-        let (status, headers) = try reader.head()
-        if case .length(let length) = try framing(status: status, headers: headers), length > Int64(maxBytes) { throw DirectHTTPError.tooLarge }
+        let (status, headers, framing) = try reader.head()
+        if case .length(let length) = framing, length > Int64(maxBytes) { throw DirectHTTPError.tooLarge }
         var body = Data()
         while let part = try reader.nextBody(bufferBytes: 64 << 10, filling: false) {
             guard part.readableBytes <= maxBytes - body.count else { throw DirectHTTPError.tooLarge }
@@ -434,9 +434,9 @@ enum DirectHTTP {
             self.decoder = decoder
         }
 
-        /// The status and headers of the final answer (interim 1xx answers are dropped by the decoder),
-        /// checked against this client's framing policy.
-        func head() throws -> (Int, HTTPHeaders) {
+        /// The status, headers and framing of the final answer (interim 1xx answers are dropped by the
+        /// decoder), checked against this client's framing policy.
+        func head() throws -> (Int, HTTPHeaders, Framing) {
             var pending = ByteBuffer()
             while true {
                 if let end = Self.headEnd(in: pending.readableBytesView) {
@@ -447,8 +447,7 @@ enum DirectHTTP {
                     leftover = pending
                     let status = Int(final.status.code)
                     guard status != 101 else { throw DirectHTTPError.malformed("an upgrade nobody asked for") }
-                    _ = try DirectHTTP.framing(status: status, headers: final.headers)
-                    return (status, final.headers)
+                    return (status, final.headers, try DirectHTTP.framing(status: status, headers: final.headers))
                 }
                 guard pending.readableBytes <= DirectHTTP.maxHeadBytes else {
                     throw DirectHTTPError.malformed("the head is larger than \(DirectHTTP.maxHeadBytes) bytes")
