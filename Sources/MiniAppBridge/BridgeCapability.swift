@@ -105,8 +105,6 @@ final class BridgeGrants: Sendable {
         ended.forEach(Self.cancelCalls)
     }
 
-    var liveCount: Int { state.withLock { $0.live.count } }
-
     private static func cancelCalls(_ live: Live) {
         live.calls.values.forEach { $0() }
     }

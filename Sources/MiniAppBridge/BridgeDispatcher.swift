@@ -346,7 +346,7 @@ public final class BridgeDispatcher: Sendable {
                 } catch {
                     throw BridgeFailure(type: "PermissionStoreError", message: "the host cannot record the decisions: \(error)")
                 }
-                // A required permission denied closes the gate: the next call finds it so.
+                // The store changed: the next call reads the gate again rather than trust the last reading.
                 gateOpenSince.withLock { $0 = nil }
             }
             for item in prompt { statuses[item.name] = decisions[item.name].flatMap { $0 == .allowed ? .allowed : .denied } ?? .denied }

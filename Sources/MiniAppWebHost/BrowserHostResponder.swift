@@ -219,9 +219,7 @@ struct BrowserHostResponder: HTTPResponder {
             response.headers[.cacheControl] = "no-store"
             return response
         case "/__miniapp/events":
-            guard let capability = Self.capability(request), app.dispatcher.isLive(capability) else {
-                return Self.json(.forbidden, ["error": .string(BridgeFailure.noCapability.text)])
-            }
+            if let refusal = Self.refusalWithoutCapability(request, app: app) { return refusal }
             let after = Int(request.uri.queryParameters["after"].map(String.init) ?? "0") ?? 0
             let (next, events) = await app.events.events(after: max(0, after), wait: .seconds(20))
             return Self.json(.ok, ["next": .number(Double(next)), "events": .array(events.map { .object(["name": .string($0.name), "message": .string($0.message)]) })])
@@ -238,9 +236,7 @@ struct BrowserHostResponder: HTTPResponder {
             return Self.json(.forbidden, ["error": .string(BridgeFailure(type: "ForbiddenError", message: "bridge messages come from the app's own origin only").text)])
         }
         // What a local program that forges `Origin` and `Host`, or a page the host did not grant, sends.
-        guard let capability = Self.capability(request), app.dispatcher.isLive(capability) else {
-            return Self.json(.forbidden, ["error": .string(BridgeFailure.noCapability.text)])
-        }
+        if let refusal = Self.refusalWithoutCapability(request, app: app) { return refusal }
         guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
             return Self.json(.unsupportedMediaType, ["error": .string(BridgeFailure(type: "MalformedMessageError", message: "send bridge messages as application/json").text)])
         }
@@ -288,6 +284,12 @@ struct BrowserHostResponder: HTTPResponder {
     /// The capability a request of the app's document holds, if any.
     static func capability(_ request: Request) -> BridgeCapability? {
         request.headers[capabilityHeader].flatMap(BridgeCapability.init(token:))
+    }
+
+    /// The 403 a request of `app`'s origin gets when it holds no live capability of the app's; `nil` when it does.
+    static func refusalWithoutCapability(_ request: Request, app: RunningApp) -> Response? {
+        if let capability = capability(request), app.dispatcher.isLive(capability) { return nil }
+        return json(.forbidden, ["error": .string(BridgeFailure.noCapability.text)])
     }
 
     /// What a path below a version folder names.

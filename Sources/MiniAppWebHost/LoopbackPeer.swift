@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import MiniAppCore
 import NIOCore
 
 /// The browser host's request context: Hummingbird's core context and the connection's two ends, so
@@ -39,8 +40,10 @@ enum LoopbackPeer {
     /// The uid owning the socket whose local end is `peer` and remote end is `local`, from the tables.
     static func owner(peer: String, local: String) -> uid_t? {
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = readWhole(table) else { continue }
-            for line in text.split(separator: "\n").dropFirst() {
+            // Read to its end: such a file says it is empty, and the kernel hands its lines out a page
+            // or so per read.
+            guard let bytes = FileReading.contents(table) else { continue }
+            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n").dropFirst() {
                 // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid ...
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard fields.count > 7, fields[1] == peer, fields[2] == local, let uid = uid_t(fields[7]) else { continue }
@@ -50,37 +53,10 @@ enum LoopbackPeer {
         return nil
     }
 
-    /// The whole of a file of `/proc`, read until its end: such files say they are empty, and the kernel
-    /// hands their lines out a page or so per read, so a read sized by the file's length would stop early.
-    static func readWhole(_ path: String) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     /// How the tables write `address`: the address's bytes in 32-bit words of host byte order, each as
     /// eight uppercase hexadecimal digits, then `:` and the port as four.
     static func entry(_ address: SocketAddress) -> String? {
-        guard let port = address.port else { return nil }
-        let bytes: [UInt8]
-        switch address {
-        case .v4(let v4):
-            bytes = withUnsafeBytes(of: v4.address.sin_addr) { Array($0) }
-        case .v6(let v6):
-            bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
-        default:
-            return nil
-        }
+        guard let port = address.port, let bytes = addressBytes(address) else { return nil }
         var text = ""
         for word in stride(from: 0, to: bytes.count, by: 4) {
             let value = bytes[word..<word + 4].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
@@ -90,17 +66,25 @@ enum LoopbackPeer {
     }
 
     static func isLoopback(_ address: SocketAddress) -> Bool {
-        switch address {
-        case .v4(let v4):
-            return UInt32(bigEndian: v4.address.sin_addr.s_addr) >> 24 == 127
-        case .v6(let v6):
-            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
-            // ::1, or an IPv4-mapped 127.x.x.x.
-            return bytes == Array(repeating: 0, count: 15) + [1]
-                || (bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF && bytes[12] == 127)
-        default:
-            return false
+        guard let bytes = addressBytes(address) else { return false }
+        if bytes.count == 4 { return bytes[0] == 127 }
+        // ::1, or an IPv4-mapped 127.x.x.x.
+        return bytes == Array(repeating: 0, count: 15) + [1]
+            || (bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF && bytes[12] == 127)
+    }
+
+    /// The address's bytes in network order: 4 for IPv4, 16 for IPv6; `nil` for anything else.
+    private static func addressBytes(_ address: SocketAddress) -> [UInt8]? {
+        guard let text = address.ipAddress else { return nil }
+        let (family, count): (Int32, Int) = switch address.protocol {
+        case .inet: (AF_INET, 4)
+        case .inet6: (AF_INET6, 16)
+        default: (AF_UNSPEC, 0)
         }
+        guard count > 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: count)
+        guard bytes.withUnsafeMutableBytes({ inet_pton(family, text, $0.baseAddress) }) == 1 else { return nil }
+        return bytes
     }
 
     private static func hex(_ value: UInt64, digits: Int) -> String {
