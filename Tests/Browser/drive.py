@@ -350,6 +350,8 @@ def main():
         files = status(urllib.request.Request('http://127.0.0.1:%d/' % port, headers={'Host': 'probe.localhost:%d' % port}))
         check(files == 403, 'files are refused while the gate is closed', str(files))
         click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow')
+        # The decision is stored before the frame is made: files are served from then on.
+        wait(lambda: driver.find_elements(By.ID, 'miniapp-frame'), 'the gate opens')
         listed = json.loads(miniapp('cache', 'list', '--cache-dir', cache, '--json').stdout)
         folder = [record['path'] for record in listed if record['id'] == 'probe'][0]
         os.symlink('/etc/hostname', folder + '/planted.txt')
