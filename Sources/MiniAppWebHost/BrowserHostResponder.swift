@@ -40,12 +40,7 @@ struct BrowserHostResponder: HTTPResponder {
             return Self.text(.misdirectedRequest, "this host answers localhost:\(port) and its apps' origins only")
         }
         if name == "localhost" || name == "127.0.0.1" {
-            // Another local user's program could otherwise open a session and decide for the user.
-            let remote = context.remoteAddress, local = context.localAddress
-            guard try await NIOThreadPool.singleton.runIfActive({ LoopbackPeer.isOwnUser(remote: remote, local: local) }) else {
-                return Self.text(.forbidden, "the host page answers the user who runs it only")
-            }
-            return try await hostRoute(request, origin: "http://\(authority)", port: port)
+            return try await hostRoute(request, origin: "http://\(authority)", port: port, context: context)
         }
         if name.hasSuffix(".localhost"), let app = host.app(label: String(name.dropLast(".localhost".count))) {
             return try await appRoute(request, app: app, origin: "http://\(authority)", port: port, context: context)
@@ -62,7 +57,7 @@ struct BrowserHostResponder: HTTPResponder {
 
     // MARK: The host page's origin
 
-    private func hostRoute(_ request: Request, origin: String, port: Int) async throws -> Response {
+    private func hostRoute(_ request: Request, origin: String, port: Int, context: HostRequestContext) async throws -> Response {
         let path = request.uri.path
         if path.hasPrefix("/api/") {
             // Only a host page of this origin holding a live session's secret may ask or decide.
@@ -79,6 +74,15 @@ struct BrowserHostResponder: HTTPResponder {
             // A page, and with it a session, only for the user's own visit: an app's fetch, frame or
             // cross-site window must not mint sessions (nor push the user's out of the list).
             return Self.text(.forbidden, "open the host page in the browser's address bar")
+        }
+        if path == "/" || path.hasPrefix("/apps/") {
+            // The page hands out the session that every host endpoint needs: another local user's
+            // program must not get one. Checked here, not at every request: reading the kernel's socket
+            // tables costs more the more sockets the machine has.
+            let remote = context.remoteAddress, local = context.localAddress
+            guard try await NIOThreadPool.singleton.runIfActive({ LoopbackPeer.isOwnUser(remote: remote, local: local) }) else {
+                return Self.text(.forbidden, "the host page answers the user who runs it only")
+            }
         }
         switch path {
         case "/host.js":
