@@ -21,8 +21,8 @@ public final class BridgeDispatcher: Sendable {
     public let appId: String
     /// The running version's manifest.
     public let manifest: BundleManifest
-    private let store: PermissionStore
-    private let services: any BridgeHostServices
+    let store: PermissionStore
+    let services: any BridgeHostServices
     private let environment: BridgeEnvironment
     private let identity: BridgeIdentity
     private let customActions: [String: BridgeAction]
@@ -263,6 +263,7 @@ public final class BridgeDispatcher: Sendable {
         case "sendJsonToHostapp", "sendInfoToHostapp", "sendAnalytics", "configureAnalytics", "logEvent":
             return try await services.receive(appId: appId, action: action, info: param)
         default:
+            if let answer = try await answerHostUI(action, param) { return answer }
             // Declared as answered, yet no case answers it: the table's test names every such action.
             throw BridgeFailure(type: "UnknownActionError", message: "this host declares '\(action)' but has no answer for it")
         }
@@ -483,7 +484,7 @@ public final class BridgeDispatcher: Sendable {
 
 extension JSONValue {
     /// The field `key` of an object, or `nil`.
-    subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         guard case .object(let fields) = self else { return nil }
         return fields[key]
     }

@@ -40,6 +40,31 @@ public protocol BridgeHostServices: Sendable {
     /// `sendAnalytics`, `configureAnalytics`, `logEvent` (the action and its parameters); answers the text
     /// the app receives.
     func receive(appId: String, action: String, info: JSONValue) async throws(BridgeFailure) -> String
+    /// Shows the user what the app shares (`shareInfo`); returns once the share sheet is done.
+    func share(appId: String, _ item: BridgeShare) async throws(BridgeFailure)
+    /// Loads an ad for `ad.unitId` (`loadAd`); throws when none fills.
+    func loadAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure)
+    /// Shows an ad loaded before (`showAd`); answers a rewarded ad's reward once the user closed it.
+    func showAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure) -> BridgeReward?
+    /// The products the app sells (`getAllProducts`).
+    func products(appId: String) async throws(BridgeFailure) -> [BridgeProduct]
+    /// Asks the user to buy `product` (`purchaseProductWith`); returns when the user paid, throws
+    /// `UserCancelledPurchaseError` when not. The bridge keeps the receipt.
+    func confirmPurchase(appId: String, _ product: BridgeProduct) async throws(BridgeFailure)
+    /// Shows the host's login (`triggerLoginUI`); answers whether the user is logged in afterwards.
+    func logIn(appId: String) async throws(BridgeFailure) -> Bool
+    /// Logs the user out (`forceLogout`); answers whether that happened.
+    func logOut(appId: String) async throws(BridgeFailure) -> Bool
+    /// The cookies the host holds for the app (`getAllCookies`, `getCookies`).
+    func cookies(appId: String) async throws(BridgeFailure) -> [BridgeCookie]
+    /// Opens `url` outside the app's view: in the user's browser or a browser of the host's
+    /// (`launchExternalBrowser`, `launchInternalBrowser`, `launchInteractiveBrowser`); answers whether it opened.
+    func openBrowser(appId: String, _ kind: BridgeBrowser, url: String) async throws(BridgeFailure) -> Bool
+    /// Shows `html` in a browser of the host's until it loads `callbackURL` (`loadUsingHTMLString`):
+    /// answers that URL, or nil when the user closed it first.
+    func loadHTML(appId: String, html: String, callbackURL: String) async throws(BridgeFailure) -> String?
+    /// Lets the user pick an image (`getImageFromGallery`); throws when the user picked none.
+    func imageFromGallery(appId: String) async throws(BridgeFailure) -> BridgeImage
 }
 
 extension BridgeHostServices {
@@ -65,6 +90,140 @@ extension BridgeHostServices {
     }
     public func closeMiniApp(appId: String, withConfirmationAlert: Bool) async throws(BridgeFailure) { throw .notSupported("closeMiniApp") }
     public func receive(appId: String, action: String, info: JSONValue) async throws(BridgeFailure) -> String { throw .notSupported(action) }
+    public func share(appId: String, _ item: BridgeShare) async throws(BridgeFailure) { throw .notSupported("shareInfo") }
+    public func loadAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure) { throw .notSupported("loadAd") }
+    public func showAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure) -> BridgeReward? { throw .notSupported("showAd") }
+    public func products(appId: String) async throws(BridgeFailure) -> [BridgeProduct] { throw .notSupported("getAllProducts") }
+    public func confirmPurchase(appId: String, _ product: BridgeProduct) async throws(BridgeFailure) { throw .notSupported("purchaseProductWith") }
+    public func logIn(appId: String) async throws(BridgeFailure) -> Bool { throw .notSupported("triggerLoginUI") }
+    public func logOut(appId: String) async throws(BridgeFailure) -> Bool { throw .notSupported("forceLogout") }
+    public func cookies(appId: String) async throws(BridgeFailure) -> [BridgeCookie] { throw .notSupported("getAllCookies") }
+    public func openBrowser(appId: String, _ kind: BridgeBrowser, url: String) async throws(BridgeFailure) -> Bool { throw .notSupported(kind.action) }
+    public func loadHTML(appId: String, html: String, callbackURL: String) async throws(BridgeFailure) -> String? {
+        throw .notSupported("loadUsingHTMLString")
+    }
+    public func imageFromGallery(appId: String) async throws(BridgeFailure) -> BridgeImage { throw .notSupported("getImageFromGallery") }
+}
+
+/// What an app shares (`shareInfo`).
+public struct BridgeShare: Sendable, Equatable {
+    /// The text; never empty.
+    public var content: String
+    /// A link, if any.
+    public var url: String?
+    /// An image's bytes, if any (the SDK sends them as an array of numbers).
+    public var image: [UInt8]?
+
+    /// What an app shares.
+    public init(content: String, url: String? = nil, image: [UInt8]? = nil) {
+        self.content = content
+        self.url = url
+        self.image = image
+    }
+}
+
+/// An ad an app loads or shows.
+public struct BridgeAd: Sendable, Equatable, Hashable {
+    /// The SDK's two kinds of ad.
+    public enum Kind: Int, Sendable {
+        case interstitial = 0
+        case rewarded = 1
+    }
+
+    public var kind: Kind
+    /// The ad unit the app names.
+    public var unitId: String
+
+    /// An ad of `kind` for `unitId`.
+    public init(kind: Kind, unitId: String) {
+        self.kind = kind
+        self.unitId = unitId
+    }
+}
+
+/// What a rewarded ad gives the user, as the SDK's `Reward`.
+public struct BridgeReward: Sendable, Equatable, Codable {
+    public var type: String?
+    public var amount: Int?
+
+    /// A reward of `amount` of `type`.
+    public init(type: String? = nil, amount: Int? = nil) {
+        self.type = type
+        self.amount = amount
+    }
+}
+
+/// A product an app sells, as the SDK's `ProductInfo`.
+public struct BridgeProduct: Sendable, Equatable, Codable {
+    /// A price, as the SDK's `ProductPrice`.
+    public struct Price: Sendable, Equatable, Codable {
+        public var currencyCode: String
+        public var price: String
+
+        /// `price` in `currencyCode`.
+        public init(currencyCode: String, price: String) {
+            self.currencyCode = currencyCode
+            self.price = price
+        }
+    }
+
+    public var id: String
+    public var title: String
+    public var description: String
+    public var productPrice: Price
+
+    /// A product.
+    public init(id: String, title: String, description: String, productPrice: Price) {
+        self.id = id
+        self.title = title
+        self.description = description
+        self.productPrice = productPrice
+    }
+}
+
+/// A cookie, as the SDK's `CookieInfo`.
+public struct BridgeCookie: Sendable, Equatable, Codable {
+    public var name: String
+    public var value: String
+
+    /// A cookie.
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// Where an app asks to open a page.
+public enum BridgeBrowser: String, Sendable, Equatable {
+    /// The user's own browser (`launchExternalBrowser`).
+    case external
+    /// A browser inside the host (`launchInternalBrowser`).
+    case `internal`
+    /// A browser inside the host that may call back into the app (`launchInteractiveBrowser`).
+    case interactive
+
+    /// The action that asks for it.
+    public var action: String {
+        switch self {
+        case .external: "launchExternalBrowser"
+        case .internal: "launchInternalBrowser"
+        case .interactive: "launchInteractiveBrowser"
+        }
+    }
+}
+
+/// An image the user picked, as the SDK's gallery answer.
+public struct BridgeImage: Sendable, Equatable {
+    public var mimeType: String?
+    public var filename: String?
+    public var data: [UInt8]
+
+    /// An image.
+    public init(mimeType: String? = nil, filename: String? = nil, data: [UInt8]) {
+        self.mimeType = mimeType
+        self.filename = filename
+        self.data = data
+    }
 }
 
 /// A device permission's status as the SDK's `getPermissionStatus` reads it.

@@ -9,9 +9,14 @@ import MiniAppCore
 ///  "contacts": [{"id": "c1", "name": "Ken", "email": "ken@example.com"}],
 ///  "accessTokens": {"rae": "token-for-rae"}, "tokenLifetimeSeconds": 3600,
 ///  "points": {"standard": 100, "term": 20, "cash": 5}, "loggedIn": true,
-///  "locale": "ja-JP", "hostVersion": "2.1.0", "darkMode": false}
+///  "locale": "ja-JP", "hostVersion": "2.1.0", "darkMode": false,
+///  "ads": {"fill": true, "reward": {"type": "coin", "amount": 10}},
+///  "products": [{"id": "gem-10", "title": "10 gems", "description": "A handful",
+///                "productPrice": {"currencyCode": "JPY", "price": "120"}}],
+///  "cookies": [{"name": "session", "value": "abc"}]}
 /// ```
-/// Every key is optional; what is missing is answered as not supported.
+/// Every key is optional; what is missing is answered as not supported, except `loggedIn` (logged in
+/// when there is a `userName`) and `cookies` (none but the app's own).
 public struct HostProfile: Sendable, Equatable, Codable, BridgeHostServices {
     public var userName: String?
     public var profilePhoto: String?
@@ -29,6 +34,26 @@ public struct HostProfile: Sendable, Equatable, Codable, BridgeHostServices {
     public var hostVersion: String?
     /// Whether the host is in dark mode.
     public var darkMode: Bool?
+    /// Whether ads fill, and what a rewarded ad gives.
+    public var ads: Ads?
+    /// The test catalogue the app may sell from.
+    public var products: [BridgeProduct]?
+    /// Cookies the host holds for every app, besides each app's own.
+    public var cookies: [BridgeCookie]?
+
+    /// What the host's ads do.
+    public struct Ads: Sendable, Equatable, Codable {
+        /// Whether an ad loads (`true` by default); `false` makes every load fail as an unfilled ad does.
+        public var fill: Bool?
+        /// What a rewarded ad gives once watched.
+        public var reward: BridgeReward?
+
+        /// Ads that fill (or not), with a reward.
+        public init(fill: Bool? = nil, reward: BridgeReward? = nil) {
+            self.fill = fill
+            self.reward = reward
+        }
+    }
 
     /// An empty profile: every user-data action answers not supported.
     public init() {}
@@ -40,7 +65,7 @@ public struct HostProfile: Sendable, Equatable, Codable, BridgeHostServices {
         guard case .object(let fields) = document else { throw .malformed("it is not a JSON object") }
         let known: Set<String> = [
             "userName", "profilePhoto", "phoneNumber", "contacts", "accessTokens", "tokenLifetimeSeconds", "points", "loggedIn",
-            "locale", "hostVersion", "darkMode",
+            "locale", "hostVersion", "darkMode", "ads", "products", "cookies",
         ]
         if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
             throw .malformed("unknown key \"\(Sanitizer.printable(unknown, limit: 40))\" (known: \(known.sorted().joined(separator: ", ")))")
@@ -100,6 +125,25 @@ public struct HostProfile: Sendable, Equatable, Codable, BridgeHostServices {
     public func isLoggedIn(appId: String) async throws(BridgeFailure) -> Bool {
         loggedIn ?? (userName != nil)
     }
+
+    public func loadAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure) {
+        guard let ads else { throw .notSupported("loadAd") }
+        guard ads.fill ?? true else {
+            throw BridgeFailure(type: "MiniAppError", message: "no ad filled the unit '\(Sanitizer.printable(ad.unitId, limit: 80))'")
+        }
+    }
+
+    public func showAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure) -> BridgeReward? {
+        guard let ads else { throw .notSupported("showAd") }
+        return ad.kind == .rewarded ? ads.reward : nil
+    }
+
+    public func products(appId: String) async throws(BridgeFailure) -> [BridgeProduct] {
+        guard let products else { throw .notSupported("getAllProducts") }
+        return products
+    }
+
+    public func cookies(appId: String) async throws(BridgeFailure) -> [BridgeCookie] { cookies ?? [] }
 }
 
 /// A host profile that cannot be used.

@@ -33,6 +33,15 @@ package protocol PermissionBackend: Sendable {
     func clearStorage(appId: String) async throws(PermissionStoreError)
     /// The bytes the app's items use (UTF-8 bytes of keys and values).
     func storageUsed(appId: String) async throws(PermissionStoreError) -> Int
+    /// The app's record of `kind` under `key`, or nil.
+    func hostRecord(appId: String, kind: String, key: String) async throws(PermissionStoreError) -> String?
+    /// Every record of `kind` the app keeps, by key.
+    func hostRecords(appId: String, kind: String) async throws(PermissionStoreError) -> [String: String]
+    /// Writes (or, for nil, removes) one record; `false`, writing nothing, when a new key would make more
+    /// than `limit` records of the kind.
+    func setHostRecord(appId: String, kind: String, key: String, value: String?, limit: Int) async throws(PermissionStoreError) -> Bool
+    /// Removes every record of `kind` the app keeps.
+    func clearHostRecords(appId: String, kind: String) async throws(PermissionStoreError)
     /// Closes the connections.
     func close() async
 }

@@ -77,7 +77,7 @@ public final class BrowserHost: Sendable {
     @discardableResult
     public func open(_ record: InstallRecord) async throws -> BridgeDispatcher {
         let manifest = try await installer.manifest(of: record)
-        let services = BrowserHostServices(profile: profile, board: board, logger: logger)
+        let services = BrowserHostServices(profile: profile, board: board, store: store, logger: logger)
         let dispatcher = BridgeDispatcher(
             appId: record.id, manifest: manifest, store: store, services: services, environment: environment, identity: identity,
             customActions: customActions, logger: logger
@@ -194,33 +194,4 @@ struct RunningApp: Sendable {
     let events: EventLog
     /// Carries the dispatcher's events into ``events``.
     let forwarder: Task<Void, Never>
-}
-
-/// The browser host's services: the profile's data, the host page's prompts.
-struct BrowserHostServices: BridgeHostServices {
-    let profile: HostProfile
-    let board: HostBoard
-    let logger: Logger
-
-    func userName(appId: String) async throws(BridgeFailure) -> String { try await profile.userName(appId: appId) }
-    func profilePhoto(appId: String) async throws(BridgeFailure) -> String { try await profile.profilePhoto(appId: appId) }
-    func contacts(appId: String) async throws(BridgeFailure) -> [BridgeContact] { try await profile.contacts(appId: appId) }
-    func accessToken(appId: String, audience: String, scopes: [String]) async throws(BridgeFailure) -> BridgeAccessToken {
-        try await profile.accessToken(appId: appId, audience: audience, scopes: scopes)
-    }
-    func points(appId: String) async throws(BridgeFailure) -> BridgePoints { try await profile.points(appId: appId) }
-    func phoneNumber(appId: String) async throws(BridgeFailure) -> String { try await profile.phoneNumber(appId: appId) }
-    func isLoggedIn(appId: String) async throws(BridgeFailure) -> Bool { try await profile.isLoggedIn(appId: appId) }
-    func askUser(_ prompt: PermissionPrompt) async throws(BridgeFailure) -> [String: PermissionStatus] { try await board.ask(prompt) }
-    func closeMiniApp(appId: String, withConfirmationAlert: Bool) async throws(BridgeFailure) { board.close(appId: appId) }
-
-    func receive(appId: String, action: String, info: JSONValue) async throws(BridgeFailure) -> String {
-        switch action {
-        case "sendAnalytics", "configureAnalytics", "logEvent":
-            logger.debug("mini-app report", metadata: ["app-id": "\(appId)", "action": "\(action)"])
-            return action == "logEvent" ? "true" : "SUCCESS"
-        default:
-            throw .notSupported(action)
-        }
-    }
 }

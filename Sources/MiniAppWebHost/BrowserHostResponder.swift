@@ -131,6 +131,30 @@ struct BrowserHostResponder: HTTPResponder {
             }
             guard board.settle(id, with: decisions) else { return Self.json(.notFound, ["error": .string("no such prompt is waiting")]) }
             return Self.json(.ok, ["settled": .bool(true)])
+        case (.post, 2) where parts[0] == "sheets":
+            // The user's answer to a sheet: `{"answer": ...}`, or `{"dismissed": true}`. A gallery image
+            // comes as base64, hence the room.
+            var request = request
+            let body = try await request.collectBody(upTo: 4 << 20)
+            guard let id = Int(parts[1]), case .object(let fields)? = JSONReader.value(body.readableBytesView, maxDepth: 16),
+                  fields["answer"] != nil || fields["dismissed"] == .bool(true) else {
+                return Self.json(.badRequest, ["error": .string("send {\"answer\": ...} or {\"dismissed\": true} to a sheet id")])
+            }
+            guard board.answer(id, with: fields["answer"]) else { return Self.json(.notFound, ["error": .string("no such sheet is waiting")]) }
+            return Self.json(.ok, ["answered": .bool(true)])
+        case (.post, 3) where parts[0] == "apps" && parts[2] == "events":
+            // The host sends the app an event: its pages receive it as the SDK's listeners expect.
+            guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
+            var request = request
+            let body = try await request.collectBody(upTo: 64 * 1024)
+            guard case .object(let fields)? = JSONReader.value(body.readableBytesView, maxDepth: 4), case .string(let name)? = fields["name"],
+                  !name.isEmpty, name.utf8.count <= 128 else {
+                return Self.json(.badRequest, ["error": .string("send {\"name\": string, \"message\": string}")])
+            }
+            var message = ""
+            if case .string(let text)? = fields["message"] { message = text }
+            app.dispatcher.send(BridgeEvent(name: name, message: message))
+            return Self.json(.ok, ["sent": .bool(true)])
         case (.get, 2) where parts[0] == "apps":
             guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
             return try await state(of: app)
@@ -253,9 +277,11 @@ struct BrowserHostResponder: HTTPResponder {
             return Self.json(.contentTooLarge, ["error": .string(failure.text)])
         }
         do {
-            let reply = try await app.dispatcher.reply(toMessage: body.readableBytesView, capability: Self.capability(request), limits: host.limits)
+            let reply = try await BrowserHostServices.$requestCookies.withValue(Self.cookies(request)) {
+                try await app.dispatcher.reply(toMessage: body.readableBytesView, capability: Self.capability(request), limits: host.limits)
+            }
             return Self.body(reply.json, type: "application/json", cache: false)
-        } catch {
+        } catch let error as BridgeMessageError {
             return Self.json(.badRequest, ["error": .string(error.failure.text)])
         }
     }
@@ -286,6 +312,21 @@ struct BrowserHostResponder: HTTPResponder {
     static let serviceWorkerHeader = HTTPField.Name("Service-Worker")!
 
     /// The capability a request of the app's document holds, if any.
+    /// The cookies a request carries (`Cookie: a=1; b=2`), in order, the first of a name kept.
+    static func cookies(_ request: Request) -> [BridgeCookie] {
+        var cookies: [BridgeCookie] = []
+        var seen: Set<String> = []
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let name = parts[0].trimmingCharacters(in: .whitespaces)
+                guard !name.isEmpty, seen.insert(name).inserted else { continue }
+                cookies.append(BridgeCookie(name: name, value: parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : ""))
+            }
+        }
+        return cookies
+    }
+
     static func capability(_ request: Request) -> BridgeCapability? {
         request.headers[capabilityHeader].flatMap(BridgeCapability.init(token:))
     }

@@ -3,13 +3,24 @@ import MiniAppBridge
 import MiniAppCore
 import Synchronization
 
-/// What the host page learns from the server: prompts to show, prompts settled elsewhere, apps that
-/// asked to close.
+/// Something the host shows the user for an app and waits on: a share sheet, an ad, a purchase, a
+/// login, a picker. `kind` names it to the host page; `payload` is what the page shows.
+struct HostSheet: Sendable {
+    let appId: String
+    let kind: String
+    let payload: JSONValue
+}
+
+/// What the host page learns from the server: prompts and sheets to show, prompts and sheets settled
+/// elsewhere, apps that asked to close, and what apps told the host.
 struct HostNotice: Sendable {
     enum Kind: Sendable {
         case prompt(id: Int, PermissionPrompt)
+        case sheet(id: Int, HostSheet)
         case settled(id: Int)
         case closed(appId: String)
+        /// Something an app did that the host shows without waiting (a link opened, a notification).
+        case info(appId: String, kind: String, payload: JSONValue)
     }
 
     let sequence: Int
@@ -24,8 +35,12 @@ struct HostNotice: Sendable {
                     .object(["name": .string(item.name), "reason": item.reason.map { .string($0) } ?? .null, "required": .bool(item.required)])
                 }),
             ])
+        case .sheet(let id, let sheet):
+            return .object(["kind": .string("sheet"), "id": .number(Double(id)), "appId": .string(sheet.appId), "sheet": .string(sheet.kind), "payload": sheet.payload])
         case .settled(let id): return .object(["kind": .string("settled"), "id": .number(Double(id))])
         case .closed(let appId): return .object(["kind": .string("closed"), "appId": .string(appId)])
+        case .info(let appId, let kind, let payload):
+            return .object(["kind": .string("info"), "appId": .string(appId), "info": .string(kind), "payload": payload])
         }
     }
 }
@@ -38,16 +53,30 @@ final class HostBoard: Sendable {
         let continuation: CheckedContinuation<[String: PermissionStatus], Never>
     }
 
+    private struct PendingSheet {
+        let sheet: HostSheet
+        let continuation: CheckedContinuation<JSONValue?, Never>
+    }
+
     private struct State {
         var secrets: [String] = []
         var notices: [HostNotice] = []
         /// The last notice's number; 1 before any, so that a page's next poll never asks for "after 0".
         var sequence = 1
+        /// The last prompt's or sheet's number: they share one count, so that an id names one of them.
         var nextPrompt = 0
         var pending: [Int: Pending] = [:]
+        var sheets: [Int: PendingSheet] = [:]
+
+        func waiting(for appId: String) -> Int {
+            pending.values.filter { $0.prompt.appId == appId }.count + sheets.values.filter { $0.sheet.appId == appId }.count
+        }
     }
 
     private let state = Mutex(State())
+    /// Whether the user logged in or out on the host page, over the profile's `loggedIn`: the host's
+    /// user is one for every app.
+    let loggedIn = Mutex<Bool?>(nil)
     /// Prompts waiting at once per app, beyond which an app's request is refused.
     static let maxPendingPerApp = 4
     /// How long a prompt waits for the user.
@@ -81,7 +110,7 @@ final class HostBoard: Sendable {
     /// request went away) settles the prompt with no decision.
     func ask(_ prompt: PermissionPrompt) async throws(BridgeFailure) -> [String: PermissionStatus] {
         let id: Int? = state.withLock { state in
-            guard state.pending.values.filter({ $0.prompt.appId == prompt.appId }).count < Self.maxPendingPerApp else { return nil }
+            guard state.waiting(for: prompt.appId) < Self.maxPendingPerApp else { return nil }
             state.nextPrompt += 1
             return state.nextPrompt
         }
@@ -122,6 +151,59 @@ final class HostBoard: Sendable {
         return true
     }
 
+    /// Shows `sheet` to the host pages and waits for the user's answer: `nil` when the user dismissed
+    /// it, when nobody answered it in ``promptLifetime``, or when the wait was cancelled (the app's
+    /// request went away).
+    func show(_ sheet: HostSheet) async throws(BridgeFailure) -> JSONValue? {
+        let id: Int? = state.withLock { state in
+            guard state.waiting(for: sheet.appId) < Self.maxPendingPerApp else { return nil }
+            state.nextPrompt += 1
+            return state.nextPrompt
+        }
+        guard let id else {
+            throw BridgeFailure(type: "MiniAppError", message: "\(Self.maxPendingPerApp) requests are already waiting for the user")
+        }
+        let expiry = Task { [weak self] in
+            try? await Task.sleep(for: Self.promptLifetime)
+            self?.answer(id, with: nil)
+        }
+        defer { expiry.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                state.withLock { state in
+                    state.sheets[id] = PendingSheet(sheet: sheet, continuation: continuation)
+                    Self.post(.sheet(id: id, sheet), in: &state)
+                }
+                if Task.isCancelled { _ = answer(id, with: nil) }
+            }
+        } onCancel: {
+            _ = answer(id, with: nil)
+        }
+    }
+
+    /// Answers sheet `id` with `value` (nil: dismissed); `false` when it is not waiting.
+    @discardableResult
+    func answer(_ id: Int, with value: JSONValue?) -> Bool {
+        let pending: PendingSheet? = state.withLock { state in
+            guard let pending = state.sheets.removeValue(forKey: id) else { return nil }
+            Self.post(.settled(id: id), in: &state)
+            return pending
+        }
+        guard let pending else { return false }
+        pending.continuation.resume(returning: value)
+        return true
+    }
+
+    /// The kind of sheet `id` while it waits.
+    func sheetKind(_ id: Int) -> String? {
+        state.withLock { $0.sheets[id]?.sheet.kind }
+    }
+
+    /// Tells the host pages what an app did, without waiting for anyone.
+    func inform(appId: String, kind: String, payload: JSONValue) {
+        state.withLock { Self.post(.info(appId: appId, kind: kind, payload: payload), in: &$0) }
+    }
+
     /// The app asks to be closed.
     func close(appId: String) {
         state.withLock { Self.post(.closed(appId: appId), in: &$0) }
@@ -132,10 +214,12 @@ final class HostBoard: Sendable {
     func notices(after sequence: Int, wait: Duration) async -> (next: Int, notices: [HostNotice]) {
         if sequence == 0 {
             return state.withLock { state in
-                let waiting = Set(state.pending.keys)
+                let waiting = Set(state.pending.keys).union(state.sheets.keys)
                 let replay = state.notices.filter { notice in
-                    if case .prompt(let id, _) = notice.kind { return waiting.contains(id) }
-                    return false
+                    switch notice.kind {
+                    case .prompt(let id, _), .sheet(let id, _): return waiting.contains(id)
+                    default: return false
+                    }
                 }
                 return (state.sequence, replay)
             }

@@ -10,7 +10,11 @@ import MiniAppBridge
 /// checkbox `input[data-permission="<name>"]` per permission, `#prompt-confirm`, `#prompt-allow-all`,
 /// `#prompt-deny-all`; `#miniapp-external` (a page of another site the app opened) with `#external-link` and
 /// `#external-close`; `#permissions` rows `[data-permission="<name>"]` with `data-status` and a
-/// `button[data-action="allow" | "revoke"]`; `#status` for what happened last.
+/// `button[data-action="allow" | "revoke"]`; `#status` for what happened last; `#miniapp-sheet` (the
+/// host's own user interface an app waits on, `data-sheet-id` and `data-sheet`: `share`, `ad`,
+/// `purchase`, `login`, `gallery` with `#sheet-file`, `message` with `input[data-contact="<id>"]`,
+/// `download`, `html`, `device`) with `#sheet-ok` and `#sheet-cancel`; `#host-log` rows
+/// `[data-info="<action>"]` for what apps sent the host.
 enum HostPage {
     static func html(appId: String?, appOrigin: String?, apps: [String], session: String) -> String {
         func attribute(_ text: String) -> String {
@@ -28,7 +32,9 @@ enum HostPage {
         #side{width:320px;padding:12px;overflow:auto;border-right:1px solid #ccc;box-sizing:border-box}
         #main{flex:1;position:relative}
         #miniapp-frame{border:0;width:100%;height:100%}
-        #gate,#miniapp-prompt,#miniapp-external{position:absolute;inset:0;background:rgba(255,255,255,.97);padding:24px;overflow:auto}
+        #gate,#miniapp-prompt,#miniapp-external,#miniapp-sheet{position:absolute;inset:0;background:rgba(255,255,255,.97);padding:24px;overflow:auto}
+        #sheet-body img{max-width:100%;max-height:240px}
+        #sheet-body pre,#host-log pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:6px;max-height:200px;overflow:auto}
         .reason{color:#555;font-size:90%;margin:2px 0 10px 24px;white-space:pre-wrap}
         .row{margin:6px 0}
         [hidden]{display:none!important}
@@ -36,7 +42,7 @@ enum HostPage {
         <script src="/host.js"></script>
         </head>
         <body data-app="\(attribute(appId ?? ""))" data-origin="\(attribute(appOrigin ?? ""))" data-apps="\(attribute(apps.joined(separator: " ")))">
-        <div id="side"><h2 id="app-title"></h2><div id="status" role="status"></div><h3>Permissions</h3><div id="permissions"></div></div>
+        <div id="side"><h2 id="app-title"></h2><div id="status" role="status"></div><h3>Permissions</h3><div id="permissions"></div><h3>From the app</h3><div id="host-log"></div></div>
         <div id="main">
         <div id="gate" hidden><h3>Before this mini-app starts</h3><p>It needs these permissions:</p><div id="gate-items"></div>
         <button id="gate-allow">Allow and start</button> <button id="gate-deny">Deny</button><p id="gate-message"></p></div>
@@ -45,6 +51,8 @@ enum HostPage {
         <button id="external-close">Back to the mini-app</button></div>
         <div id="miniapp-prompt" hidden><h3 id="prompt-title"></h3><div id="prompt-items"></div>
         <button id="prompt-confirm">Confirm</button> <button id="prompt-allow-all">Allow all</button> <button id="prompt-deny-all">Deny all</button></div>
+        <div id="miniapp-sheet" hidden><h3 id="sheet-title"></h3><div id="sheet-body"></div>
+        <button id="sheet-ok"></button> <button id="sheet-cancel"></button></div>
         </div>
         </body></html>
         """
@@ -53,7 +61,7 @@ enum HostPage {
     static let script = #"""
 (function () {
   'use strict';
-  var session, appId, appOrigin, prompts = [], shown = null, after = 0;
+  var session, appId, appOrigin, prompts = [], shown = null, after = 0, sheets = [], sheet = null;
   // The capability held by the document in the app's frame, the greetings seen, and the greetings seen
   // at the frame's last load (a load without a greeting is a document without the bridge).
   var grant = null, hellos = 0, hellosAtLoad = 0, externalTarget = null;
@@ -104,6 +112,11 @@ enum HostPage {
     var box = $('miniapp-external');
     if (box.hidden) { return; }
     box.hidden = true;
+    if (box.dataset.source === 'bridge') {
+      box.dataset.source = '';
+      api('POST', 'apps/' + encodeURIComponent(appId) + '/events', { name: 'miniappwebviewclosed', message: '' }).catch(fail);
+      return;
+    }
     if (externalTarget) {
       externalTarget.postMessage({ miniappBridge: 'event', nonce: box.dataset.nonce, name: 'miniappwebviewclosed' }, appOrigin);
       externalTarget = null;
@@ -226,17 +239,152 @@ enum HostPage {
     api('POST', 'prompts/' + id, { decisions: decisions }).then(function () { status('Answered the request'); return refresh(); }, fail);
   }
   function hidePrompt() { shown = null; $('miniapp-prompt').hidden = true; showNextPrompt(); }
+  // The host's own user interface for a call the app waits on. Everything shown comes from the app:
+  // it is set as text, or as an image from a data URL the server made of checked bytes.
+  var sheetTitles = {
+    share: ['The mini-app shares', 'Share', 'Cancel'], ad: ['Advertisement', 'Watched to the end', 'Close'],
+    purchase: ['Buy in the mini-app', 'Buy', 'Cancel'], login: ['Log in to the host', 'Log in', 'Cancel'],
+    gallery: ['Choose an image for the mini-app', 'Use this image', 'Cancel'], message: ['Send a message', 'Send', 'Cancel'],
+    download: ['The mini-app downloads a file', 'Save', 'Cancel'], html: ['The mini-app shows a page', 'Continue', 'Close'],
+    device: ['The mini-app asks for a device permission', 'Allow', "Don't allow"]
+  };
+  function field(label, value) {
+    var row = node('div', null, { 'class': 'row' });
+    row.appendChild(node('strong', label + ': '));
+    row.appendChild(node('span', value));
+    return row;
+  }
+  function showNextSheet() {
+    if (sheet !== null || sheets.length === 0) { return; }
+    sheet = sheets.shift();
+    var p = sheet.payload || {}, body = $('sheet-body'), titles = sheetTitles[sheet.sheet] || [sheet.sheet, 'OK', 'Cancel'];
+    clear(body);
+    $('miniapp-sheet').dataset.sheetId = String(sheet.id);
+    $('miniapp-sheet').dataset.sheet = sheet.sheet;
+    $('sheet-title').textContent = titles[0];
+    $('sheet-ok').textContent = titles[1];
+    $('sheet-cancel').textContent = titles[2];
+    if (sheet.sheet === 'share') {
+      body.appendChild(node('pre', p.content));
+      if (p.url) { body.appendChild(field('Link', p.url)); }
+      if (p.image) { body.appendChild(node('img', null, { src: p.image, alt: 'shared image' })); }
+      else if (p.imageBytes) { body.appendChild(field('Data', p.imageBytes + ' bytes')); }
+    } else if (sheet.sheet === 'ad') {
+      body.appendChild(field('Kind', p.adType));
+      body.appendChild(field('Ad unit', p.adUnitId));
+      if (p.reward) { body.appendChild(field('Reward', (p.reward.amount === undefined ? '' : p.reward.amount + ' ') + (p.reward.type || ''))); }
+    } else if (sheet.sheet === 'purchase') {
+      var product = p.product || {};
+      body.appendChild(field('Product', product.title + ' (' + product.id + ')'));
+      body.appendChild(node('div', product.description, { 'class': 'reason' }));
+      if (product.productPrice) { body.appendChild(field('Price', product.productPrice.price + ' ' + product.productPrice.currencyCode)); }
+    } else if (sheet.sheet === 'login') {
+      body.appendChild(field('User', p.userName || 'the host profile names no user'));
+    } else if (sheet.sheet === 'gallery') {
+      body.appendChild(node('input', null, { type: 'file', id: 'sheet-file', accept: 'image/*' }));
+      body.appendChild(node('div', 'At most ' + p.maxBytes + ' bytes', { 'class': 'reason' }));
+    } else if (sheet.sheet === 'message') {
+      var message = p.message || {};
+      if (message.text) { body.appendChild(node('pre', message.text)); }
+      if (message.caption) { body.appendChild(field('Caption', message.caption)); }
+      if (message.action) { body.appendChild(field('Link', message.action)); }
+      if (p.mode === 'contact') {
+        body.appendChild(field('To', p.contactId));
+      } else {
+        (p.contacts || []).forEach(function (contact, index) {
+          var label = node('label', null, { 'class': 'row' });
+          label.appendChild(node('input', null, { type: p.mode === 'several' ? 'checkbox' : 'radio', name: 'contact', 'data-contact': contact.id }));
+          label.appendChild(document.createTextNode(' ' + (contact.name || contact.id)));
+          body.appendChild(label);
+          body.appendChild(node('br'));
+        });
+        if (!(p.contacts || []).length) { body.appendChild(node('div', 'The host profile has no contacts.', { 'class': 'reason' })); }
+      }
+    } else if (sheet.sheet === 'download') {
+      body.appendChild(field('File', p.filename));
+      body.appendChild(node('a', p.url, { id: 'sheet-download', href: p.url, download: p.filename, target: '_blank', rel: 'noopener noreferrer' }));
+    } else if (sheet.sheet === 'html') {
+      body.appendChild(node('pre', p.html));
+      body.appendChild(field('Goes on to', p.callbackUrl));
+    } else if (sheet.sheet === 'device') {
+      body.appendChild(field('Permission', p.permission));
+    }
+    $('miniapp-sheet').hidden = false;
+  }
+  function hideSheet() { sheet = null; $('miniapp-sheet').hidden = true; showNextSheet(); }
+  function sendSheet(id, message) {
+    hideSheet();
+    api('POST', 'sheets/' + id, message).then(function () { status('Answered the mini-app'); }, fail);
+  }
+  function sheetOK() {
+    if (sheet === null) { return; }
+    var id = sheet.id, kind = sheet.sheet;
+    if (kind === 'gallery') {
+      var input = $('sheet-file'), file = input && input.files && input.files[0];
+      if (!file) { status('Choose an image first'); return; }
+      var reader = new FileReader();
+      reader.onload = function () {
+        var text = String(reader.result), comma = text.indexOf(',');
+        sendSheet(id, { answer: { data: text.slice(comma + 1), mimeType: file.type, filename: file.name } });
+      };
+      reader.onerror = function () { sendSheet(id, { dismissed: true }); };
+      reader.readAsDataURL(file);
+      return;
+    }
+    var answer = {};
+    if (kind === 'share') { answer.shared = true; }
+    else if (kind === 'ad') { answer.watched = true; }
+    else if (kind === 'purchase') { answer.confirmed = true; }
+    else if (kind === 'login') { answer.loggedIn = true; }
+    else if (kind === 'html') { answer.continued = true; }
+    else if (kind === 'device') { answer.allowed = true; }
+    else if (kind === 'download') { answer.saved = true; $('sheet-download').click(); }
+    else if (kind === 'message') {
+      answer.sent = sheet.payload.mode === 'contact' ? [sheet.payload.contactId]
+        : Array.prototype.filter.call(document.querySelectorAll('#sheet-body input[data-contact]'), function (box) { return box.checked; })
+          .map(function (box) { return box.getAttribute('data-contact'); });
+    }
+    sendSheet(id, { answer: answer });
+  }
+  function sheetCancel() {
+    if (sheet === null) { return; }
+    sendSheet(sheet.id, sheet.sheet === 'device' ? { answer: { allowed: false } } : { dismissed: true });
+  }
+  function info(notice) {
+    if (notice.appId !== appId) { return; }
+    if (notice.info === 'browser') {
+      var url;
+      try { url = new URL(notice.payload.url); } catch (e) { return; }
+      var link = $('external-link');
+      link.href = url.href;
+      link.textContent = url.href;
+      $('miniapp-external').dataset.source = 'bridge';
+      $('miniapp-external').hidden = false;
+      return;
+    }
+    if (notice.info === 'forceLogout') { status('The mini-app logged the user out'); return; }
+    var row = node('div', null, { 'class': 'row', 'data-info': notice.info });
+    row.appendChild(node('strong', notice.info));
+    row.appendChild(node('pre', JSON.stringify(notice.payload)));
+    $('host-log').insertBefore(row, $('host-log').firstChild);
+    while ($('host-log').childNodes.length > 50) { $('host-log').removeChild($('host-log').lastChild); }
+  }
   function poll() {
     api('GET', 'notices?after=' + after).then(function (batch) {
       after = batch.next;
       batch.notices.forEach(function (notice) {
         if (notice.kind === 'prompt') { prompts.push(notice); }
+        else if (notice.kind === 'sheet') { if (notice.appId === appId) { sheets.push(notice); } }
+        else if (notice.kind === 'info') { info(notice); }
         else if (notice.kind === 'settled') {
           prompts = prompts.filter(function (p) { return p.id !== notice.id; });
+          sheets = sheets.filter(function (p) { return p.id !== notice.id; });
           if (shown && shown.id === notice.id) { hidePrompt(); }
+          if (sheet && sheet.id === notice.id) { hideSheet(); }
         } else if (notice.kind === 'closed' && notice.appId === appId) { stopFrame(); status('The mini-app closed itself'); }
       });
       showNextPrompt();
+      showNextSheet();
       setTimeout(poll, 0);
     }, function () { setTimeout(poll, 1000); });
   }
@@ -257,6 +405,8 @@ enum HostPage {
     $('prompt-allow-all').addEventListener('click', function () { answerPrompt('ALLOWED'); });
     $('prompt-deny-all').addEventListener('click', function () { answerPrompt('DENIED'); });
     $('external-close').addEventListener('click', closeExternal);
+    $('sheet-ok').addEventListener('click', sheetOK);
+    $('sheet-cancel').addEventListener('click', sheetCancel);
     if (!appId) {
       $('app-title').textContent = 'Mini-apps';
       (document.body.getAttribute('data-apps') || '').split(' ').filter(Boolean).forEach(function (id) {

@@ -68,10 +68,10 @@ import Testing
         let store = try await StoreBackend.sqlite.openStore(cacheDirectory: cache)
         let dispatcher = BridgeDispatcher(
             appId: "app", manifest: manifest, store: store, services: HostProfile.sample, identity: BridgeIdentity(secret: Array(repeating: 5, count: 32)),
-            customActions: ["shareInfo": { _, _ in "shared" }, "getUniqueId": { _, _ in "not the bridge's" }]
+            customActions: ["launchAppUsingDeeplink": { _, _ in "shared" }, "getUniqueId": { _, _ in "not the bridge's" }]
         )
         let capability = try await dispatcher.grant()
-        #expect(await dispatcher.reply(to: BridgeMessage(id: "1", action: "shareInfo"), capability: capability).outcome == .success("shared"))
+        #expect(await dispatcher.reply(to: BridgeMessage(id: "1", action: "launchAppUsingDeeplink"), capability: capability).outcome == .success("shared"))
         #expect(await dispatcher.reply(to: BridgeMessage(id: "2", action: "getUniqueId"), capability: capability).outcome != .success("not the bridge's"))
     }
 }

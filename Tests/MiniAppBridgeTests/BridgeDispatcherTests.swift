@@ -211,6 +211,8 @@ extension HostProfile {
         profile.userName = "Aiko"
         profile.contacts = [BridgeContact(id: "c1", name: "Ken", email: "ken@example.com")]
         profile.accessTokens = ["rae": "tok"]
+        profile.ads = HostProfile.Ads(fill: true, reward: BridgeReward(type: "coin", amount: 10))
+        profile.products = [BridgeProduct(id: "gem-10", title: "10 gems", description: "A handful", productPrice: .init(currencyCode: "JPY", price: "120"))]
         return profile
     }
 }

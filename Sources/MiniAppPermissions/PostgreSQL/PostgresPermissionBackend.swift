@@ -9,8 +9,8 @@ import Synchronization
 
 /// The permission store in PostgreSQL, shared by a fleet of hosts.
 ///
-/// Tables `miniapp_schema`, `miniapp_permission`, `miniapp_permission_history`, `miniapp_storage` and
-/// `miniapp_storage_usage` and functions `miniapp_apply`, `miniapp_reset`, `miniapp_storage_set`,
+/// Tables `miniapp_schema`, `miniapp_permission`, `miniapp_permission_history`, `miniapp_storage`,
+/// `miniapp_storage_usage` and `miniapp_host_record` and functions `miniapp_apply`, `miniapp_reset`, `miniapp_storage_set`,
 /// `miniapp_storage_remove` and `miniapp_storage_clear` (in the URL's `search_path`, else the server's
 /// default schema), created or migrated only when behind, under an advisory lock so that instances
 /// starting at once migrate once. Every change of decisions, and every write of secure-storage items, is
@@ -31,7 +31,7 @@ final class PostgresPermissionBackend: PermissionBackend {
     private let lastConnectionID = Mutex(0)
 
     /// The schema versions this code writes.
-    static let schemaVersions: Set<Int> = [1, 2, 3, 4, 5]
+    static let schemaVersions: Set<Int> = [1, 2, 3, 4, 5, 6]
     /// The most connections kept open between operations.
     static let maxIdle = 4
     /// Advisory lock keys: the migration's, and the class of the per-app locks.
@@ -247,6 +247,12 @@ final class PostgresPermissionBackend: PermissionBackend {
                         _ = try await connection.query(statement, logger: logger).collect()
                     }
                     _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (5)", logger: logger).collect()
+                }
+                if !applied.contains(6) {
+                    for statement in Self.hostRecordSchema {
+                        _ = try await connection.query(statement, logger: logger).collect()
+                    }
+                    _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (6)", logger: logger).collect()
                 }
             }
         }

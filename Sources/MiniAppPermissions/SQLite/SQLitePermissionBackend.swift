@@ -174,6 +174,16 @@ final class SQLitePermissionBackend: PermissionBackend {
             }
             try db.execute(sql: "INSERT INTO storageUsage (appId, used) SELECT appId, sum(\(itemBytes)) FROM storageItem GROUP BY appId")
         }
+        // What a host keeps for each app besides permissions and secure storage: preferences, purchases.
+        migrator.registerMigration("v4") { db in
+            try db.create(table: "hostRecord", options: [.withoutRowID]) { table in
+                table.column("appId", .text).notNull()
+                table.column("kind", .text).notNull()
+                table.column("key", .text).notNull()
+                table.column("value", .text).notNull()
+                table.primaryKey(["appId", "kind", "key"])
+            }
+        }
         return migrator
     }
 

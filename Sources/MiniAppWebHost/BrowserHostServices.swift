@@ -1,0 +1,222 @@
+import Foundation
+import Logging
+import MiniAppBridge
+import MiniAppCore
+import MiniAppPermissions
+import Synchronization
+
+/// The browser host's services: the profile's data, and the host's user interface on the host page
+/// (prompts, share sheet, ads, purchases, login, pickers, links), never inside the app's frame.
+///
+/// What the user answers on the host page is checked here against what was shown: a contact id the
+/// picker did not list, or an image over ``maxImageBytes``, is refused as if the user had cancelled.
+final class BrowserHostServices: BridgeHostServices {
+    let profile: HostProfile
+    let board: HostBoard
+    let store: PermissionStore
+    let logger: Logger
+    /// The ads each app loaded and has not shown yet.
+    private let loadedAds = Mutex<Set<BridgeAd>>([])
+
+    /// The biggest image the gallery picker hands an app.
+    static let maxImageBytes = 2 << 20
+
+    /// The cookies the app's bridge request carried: the app's own, set on its origin.
+    @TaskLocal static var requestCookies: [BridgeCookie] = []
+
+    init(profile: HostProfile, board: HostBoard, store: PermissionStore, logger: Logger) {
+        self.profile = profile
+        self.board = board
+        self.store = store
+        self.logger = logger
+    }
+
+    func userName(appId: String) async throws(BridgeFailure) -> String { try await profile.userName(appId: appId) }
+    func profilePhoto(appId: String) async throws(BridgeFailure) -> String { try await profile.profilePhoto(appId: appId) }
+    func contacts(appId: String) async throws(BridgeFailure) -> [BridgeContact] { try await profile.contacts(appId: appId) }
+    func accessToken(appId: String, audience: String, scopes: [String]) async throws(BridgeFailure) -> BridgeAccessToken {
+        try await profile.accessToken(appId: appId, audience: audience, scopes: scopes)
+    }
+    func points(appId: String) async throws(BridgeFailure) -> BridgePoints { try await profile.points(appId: appId) }
+    func phoneNumber(appId: String) async throws(BridgeFailure) -> String { try await profile.phoneNumber(appId: appId) }
+    func askUser(_ prompt: PermissionPrompt) async throws(BridgeFailure) -> [String: PermissionStatus] { try await board.ask(prompt) }
+    func closeMiniApp(appId: String, withConfirmationAlert: Bool) async throws(BridgeFailure) { board.close(appId: appId) }
+
+    func receive(appId: String, action: String, info: JSONValue) async throws(BridgeFailure) -> String {
+        switch action {
+        case "sendAnalytics", "configureAnalytics", "logEvent":
+            logger.debug("mini-app report", metadata: ["app-id": "\(appId)", "action": "\(action)"])
+            return action == "logEvent" ? "true" : "SUCCESS"
+        case "sendJsonToHostapp", "sendInfoToHostapp", "shouldClearNotifications", "shouldUpdateBadgeNumber", "shouldUpdateNotificationInfo":
+            board.inform(appId: appId, kind: action, payload: info)
+            return "SUCCESS"
+        default:
+            throw .notSupported(action)
+        }
+    }
+
+    // MARK: Login
+
+    func isLoggedIn(appId: String) async throws(BridgeFailure) -> Bool {
+        if let state = board.loggedIn.withLock({ $0 }) { return state }
+        return try await profile.isLoggedIn(appId: appId)
+    }
+
+    func logIn(appId: String) async throws(BridgeFailure) -> Bool {
+        let answer = try await board.show(HostSheet(appId: appId, kind: "login", payload: .object(["userName": profile.userName.map { .string($0) } ?? .null])))
+        if answer?["loggedIn"] == .bool(true) { board.loggedIn.withLock { $0 = true } }
+        return try await isLoggedIn(appId: appId)
+    }
+
+    func logOut(appId: String) async throws(BridgeFailure) -> Bool {
+        board.loggedIn.withLock { $0 = false }
+        board.inform(appId: appId, kind: "forceLogout", payload: .null)
+        return true
+    }
+
+    // MARK: Sharing, ads, purchases
+
+    func share(appId: String, _ item: BridgeShare) async throws(BridgeFailure) {
+        var payload: [String: JSONValue] = ["content": .string(item.content)]
+        if let url = item.url { payload["url"] = .string(url) }
+        if let image = item.image {
+            payload["imageBytes"] = .number(Double(image.count))
+            if let type = Self.imageType(image) { payload["image"] = .string("data:\(type);base64," + Data(image).base64EncodedString()) }
+        }
+        // The share sheet answers once the user closed it, shared or not, as the native hosts do.
+        _ = try await board.show(HostSheet(appId: appId, kind: "share", payload: .object(payload)))
+    }
+
+    func loadAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure) {
+        try await profile.loadAd(appId: appId, ad)
+        loadedAds.withLock { _ = $0.insert(ad) }
+    }
+
+    func showAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure) -> BridgeReward? {
+        guard loadedAds.withLock({ $0.remove(ad) }) != nil else {
+            throw BridgeFailure(type: "MiniAppError", message: "the ad unit '\(Sanitizer.printable(ad.unitId, limit: 80))' has no ad loaded: load it first")
+        }
+        let reward = try await profile.showAd(appId: appId, ad)
+        var payload: [String: JSONValue] = ["adType": .string(ad.kind == .rewarded ? "rewarded" : "interstitial"), "adUnitId": .string(ad.unitId)]
+        if let reward { payload["reward"] = BridgeDispatcher.rewardJSON(reward) }
+        let answer = try await board.show(HostSheet(appId: appId, kind: "ad", payload: .object(payload)))
+        // A rewarded ad closed before its end gives nothing.
+        if ad.kind == .rewarded, answer?["watched"] != .bool(true) {
+            throw BridgeFailure(type: "MiniAppError", message: "the user closed the ad before its end: no reward")
+        }
+        return reward
+    }
+
+    func products(appId: String) async throws(BridgeFailure) -> [BridgeProduct] { try await profile.products(appId: appId) }
+
+    func confirmPurchase(appId: String, _ product: BridgeProduct) async throws(BridgeFailure) {
+        let answer = try await board.show(HostSheet(appId: appId, kind: "purchase", payload: .object(["product": BridgeDispatcher.productJSON(product)])))
+        guard answer?["confirmed"] == .bool(true) else {
+            throw BridgeFailure(type: "UserCancelledPurchaseError", message: "the user cancelled the purchase of '\(Sanitizer.printable(product.id, limit: 80))'")
+        }
+    }
+
+    func cookies(appId: String) async throws(BridgeFailure) -> [BridgeCookie] {
+        let own = Self.requestCookies
+        let names = Set(own.map(\.name))
+        return own + (try await profile.cookies(appId: appId)).filter { !names.contains($0.name) }
+    }
+
+    // MARK: Browsers and the gallery
+
+    func openBrowser(appId: String, _ kind: BridgeBrowser, url: String) async throws(BridgeFailure) -> Bool {
+        // Opened by the user from the host page, in a tab of its own: closing the host's card sends the
+        // app `miniappwebviewclosed`, as closing a native host's web view does.
+        board.inform(appId: appId, kind: "browser", payload: .object(["url": .string(url), "browser": .string(kind.rawValue)]))
+        return true
+    }
+
+    func loadHTML(appId: String, html: String, callbackURL: String) async throws(BridgeFailure) -> String? {
+        let answer = try await board.show(HostSheet(appId: appId, kind: "html", payload: .object(["html": .string(html), "callbackUrl": .string(callbackURL)])))
+        return answer?["continued"] == .bool(true) ? callbackURL : nil
+    }
+
+    func imageFromGallery(appId: String) async throws(BridgeFailure) -> BridgeImage {
+        let answer = try await board.show(HostSheet(appId: appId, kind: "gallery", payload: .object(["maxBytes": .number(Double(Self.maxImageBytes))])))
+        guard case .string(let encoded)? = answer?["data"], let data = Data(base64Encoded: encoded), !data.isEmpty, data.count <= Self.maxImageBytes else {
+            throw BridgeFailure(type: "MiniAppError", message: "the user picked no image")
+        }
+        var image = BridgeImage(data: Array(data))
+        if case .string(let type)? = answer?["mimeType"], type.hasPrefix("image/"), type.utf8.count <= 64 { image.mimeType = type }
+        if case .string(let name)? = answer?["filename"], !name.isEmpty, name.utf8.count <= 255 { image.filename = name }
+        return image
+    }
+
+    // MARK: Messages and downloads
+
+    func sendMessage(appId: String, message: JSONValue, to recipients: MessageRecipients) async throws(BridgeFailure) -> JSONValue {
+        let contacts = profile.contacts ?? []
+        var payload: [String: JSONValue] = [
+            "message": message,
+            "contacts": .array(contacts.map { .object(["id": .string($0.id), "name": $0.name.map { .string($0) } ?? .null]) }),
+        ]
+        switch recipients {
+        case .chosenByUser: payload["mode"] = .string("one")
+        case .several: payload["mode"] = .string("several")
+        case .contact(let id): payload["mode"] = .string("contact"); payload["contactId"] = .string(id)
+        }
+        let answer = try await board.show(HostSheet(appId: appId, kind: "message", payload: .object(payload)))
+        var chosen: [String] = []
+        if case .array(let ids)? = answer?["sent"] {
+            for case .string(let id) in ids { chosen.append(id) }
+        }
+        // Only what the sheet offered can be chosen.
+        let offered: Set<String>
+        if case .contact(let id) = recipients { offered = [id] } else { offered = Set(contacts.map(\.id)) }
+        chosen = chosen.filter { offered.contains($0) }
+        guard !chosen.isEmpty else { return .null }
+        switch recipients {
+        case .several: return .array(chosen.map { .string($0) })
+        default: return .string(chosen[0])
+        }
+    }
+
+    func downloadFile(appId: String, filename: String, url: String, headers: [String: String]) async throws(BridgeFailure) -> String {
+        guard BridgeDispatcher.isWebURL(url) || url.hasPrefix("data:") else {
+            throw BridgeFailure(type: "InvalidUrlError", message: "the host downloads http, https and data URLs")
+        }
+        let answer = try await board.show(HostSheet(appId: appId, kind: "download", payload: .object(["filename": .string(filename), "url": .string(url)])))
+        guard answer?["saved"] == .bool(true) else {
+            throw BridgeFailure(type: "DownloadFailedError", message: "the user did not save '\(Sanitizer.printable(filename, limit: 80))'")
+        }
+        return filename
+    }
+
+    // MARK: Device permissions
+
+    func devicePermission(appId: String, name: String) async throws(BridgeFailure) -> Bool {
+        let name = name.lowercased()
+        switch await devicePermissionStatus(appId: appId, name: name) {
+        case .granted: return true
+        case .denied: return false
+        case .unknown: break
+        }
+        let answer = try await board.show(HostSheet(appId: appId, kind: "device", payload: .object(["permission": .string(name)])))
+        guard case .bool(let allowed)? = answer?["allowed"] else { return false }
+        do {
+            try await store.setHostRecord(appId: appId, .device, key: name, value: allowed ? DevicePermissionStatus.granted.rawValue : DevicePermissionStatus.denied.rawValue)
+        } catch {
+            logger.warning("device permission not kept", metadata: ["app-id": "\(appId)", "error": "\(error)"])
+        }
+        return allowed
+    }
+
+    func devicePermissionStatus(appId: String, name: String) async -> DevicePermissionStatus {
+        guard let text = try? await store.hostRecord(appId: appId, .device, key: name.lowercased()) else { return .unknown }
+        return DevicePermissionStatus(rawValue: text) ?? .unknown
+    }
+
+    /// The image type the bytes start with, for the share sheet's preview.
+    static func imageType(_ bytes: [UInt8]) -> String? {
+        if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "image/png" }
+        if bytes.starts(with: [0xFF, 0xD8, 0xFF]) { return "image/jpeg" }
+        if bytes.starts(with: Array("GIF8".utf8)) { return "image/gif" }
+        if bytes.count > 12, bytes.starts(with: Array("RIFF".utf8)), Array(bytes[8..<12]) == Array("WEBP".utf8) { return "image/webp" }
+        return nil
+    }
+}
