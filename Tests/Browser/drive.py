@@ -8,12 +8,13 @@ registry in <work-dir>, runs them with `miniapp run`, and checks what a user and
 one line per check and exits non-zero on the first failure.
 """
 import json, os, re, subprocess, sys, time, urllib.request, urllib.error
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+import browsing
+from browsing import processes, check, miniapp, status, browser, wait, click, call, into_app
+
 MINIAPP, WORK = sys.argv[1], sys.argv[2]
+browsing.MINIAPP = MINIAPP
 REST = sys.argv[3:]
 STORE = None
 if '--store' in REST:
@@ -25,88 +26,16 @@ PHOTO = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAD
 PROFILE = {"userName": "Aiko Tanaka", "profilePhoto": PHOTO, "locale": "ja-JP", "hostVersion": "3.2.1", "phoneNumber": "+81-3-0000-0000",
            "contacts": [{"id": "c1", "name": "Ken", "email": "ken@example.com"}],
            "points": {"standard": 120, "term": 30, "cash": 5}, "accessTokens": {"rae": "tok-rae"}}
-processes = []
-DEBUG = None
-
-
-def check(condition, what, detail=''):
-    if not condition:
-        print('FAIL:', what, detail)
-        raise SystemExit(1)
-    print('ok:', what)
-
-
-def miniapp(*args, **kwargs):
-    return subprocess.run([MINIAPP, *args], capture_output=True, text=True, **kwargs)
-
-
-def start_run(app_id, cache, extra=()):
-    env = dict(os.environ)
-    process = subprocess.Popen([MINIAPP, 'run', app_id, '--platform', WORK + '/registry', '--cache-dir', cache,
-                                '--host-profile', WORK + '/profile.json', *extra],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    processes.append(process)
-    url = process.stdout.readline().strip()
-    check(re.fullmatch(r'http://localhost:\d+/', url) is not None, 'run %s prints its URL first' % app_id, url + process.stderr.read() if not url else url)
-    return url, int(url.rsplit(':', 1)[1].strip('/'))
-
-
-def status(request):
-    """The HTTP status `request` (a urllib Request, sent straight to 127.0.0.1) gets."""
-    try:
-        return urllib.request.urlopen(request).status
-    except urllib.error.HTTPError as error:
-        return error.code
-
-
-def browser():
-    options = Options()
-    options.binary_location = '/usr/bin/chromium'
-    for argument in ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1280,900']:
-        options.add_argument(argument)
-    return webdriver.Chrome(service=Service('/usr/bin/chromedriver'), options=options)
-
-
-def wait(predicate, what, seconds=60):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except Exception:
-            pass
-        time.sleep(0.1)
-    check(False, what, '(timed out)' + (' ' + DEBUG() if DEBUG else ''))
-
-
-def click(find, what, seconds=60):
-    """Clicks the element `find()` returns once it is shown and enabled: a page may still be drawing it
-    (under load, the second app's gate was found before it could be clicked)."""
-    def attempt():
-        element = find()
-        if not (element.is_displayed() and element.is_enabled()):
-            return False
-        element.click()
-        return True
-    wait(attempt, what, seconds)
-
-
-def call(driver, expression):
-    """Runs `expression` (a promise) in the current frame; returns {'ok': value} or {'err': text, 'name': ...}."""
-    return driver.execute_async_script(
-        'var done = arguments[arguments.length - 1];'
-        'Promise.resolve().then(function () { return ' + expression + '; })'
-        '.then(function (v) { done({ok: v === undefined ? null : v}); },'
-        ' function (e) { done({err: typeof e === "string" ? e : String(e && e.message), name: e && e.name}); });')
-
-
 # What a page of the app's own origin can do to learn the capability its frame's document holds: watch
 # that document's bridge send a call (a popup does it through `opener`).
 CAPTURE = ('(function (target) { var original = target.fetch, seen = null;'
            ' target.fetch = function (url, options) { var headers = (options && options.headers) || {};'
            ' if (headers["X-Miniapp-Capability"]) { seen = headers["X-Miniapp-Capability"]; } return original.apply(this, arguments); };'
            ' return target.MiniAppBridge.getUniqueId().then(function () { target.fetch = original; return seen; }); })(%s)')
+
+
+def start_run(app_id, cache, extra=()):
+    return browsing.start_run(app_id, cache, WORK + '/registry', WORK + '/profile.json', extra)
 
 
 def raw_call(driver, action, param, token):
@@ -118,13 +47,6 @@ def raw_call(driver, action, param, token):
 
 def refused(answer):
     return answer[0] == 403 and 'AuthorizationFailureError' in answer[1].get('error', '')
-
-
-def into_app(driver):
-    driver.switch_to.default_content()
-    frame = wait(lambda: driver.find_element(By.ID, 'miniapp-frame'), 'the app frame is shown')
-    driver.switch_to.frame(frame)
-    wait(lambda: driver.execute_script('return !!window.MiniAppBridge && document.readyState === "complete"'), 'the bridge is defined in the app')
 
 
 def popup_is_refused(driver, popup, main_window, token, after, reader):

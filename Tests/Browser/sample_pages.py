@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""Drives every page of Rakuten's sample mini-app under `miniapp run` in headless Chromium, in four
+setups: every permission granted up front, allowed at the prompts, denied at the prompts, and with no
+host profile.
+
+Usage: sample_pages.py <miniapp> <work-dir> <real-sample.zip> [<setup> ...]
+On each page it presses the page's buttons one by one, answers what the host page shows (permission
+prompts and the host's sheets: allowed, or denied and cancelled, as the setup says; links opened in a
+tab are closed again), and checks that the app is still there and drawn, that nothing failed uncaught,
+and that the host's sheets showed what the app sent. Prints one line per check and exits non-zero on
+the first failure.
+"""
+import json, os, sys, time, zipfile
+from selenium.webdriver.common.by import By
+
+import browsing
+from browsing import check, miniapp, browser, wait, click, into_app, processes
+
+MINIAPP, WORK, SAMPLE = sys.argv[1], sys.argv[2], sys.argv[3]
+SETUPS = sys.argv[4:] or ['granted', 'allowed-at-prompts', 'denied-at-prompts', 'no-profile']
+browsing.MINIAPP = MINIAPP
+PHOTO = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=='
+PROFILE = {"userName": "Aiko Tanaka", "profilePhoto": PHOTO, "locale": "ja-JP", "hostVersion": "3.2.1", "phoneNumber": "+81-3-0000-0000",
+           "contacts": [{"id": "c1", "name": "Ken", "email": "ken@example.com"}, {"id": "c2", "name": "田中 愛子"}],
+           "points": {"standard": 120, "term": 30, "cash": 5}, "accessTokens": {"rae": "tok-rae"},
+           "ads": {"fill": True, "reward": {"type": "coin", "amount": 10}},
+           "products": [{"id": "gem-10", "title": "10 gems", "description": "A handful", "productPrice": {"currencyCode": "JPY", "price": "120"}}],
+           "cookies": [{"name": "host-cookie", "value": "from-the-profile"}]}
+# The sample's pages, as its drawer names them.
+PAGES = ['Home', 'Local Storage', 'Fetch Unique ID', 'Device Location', 'Access token', 'User Details', 'Message', 'Window Actions',
+         'URI Schemes', 'Event Listener', 'Media', 'Share', 'Ads', 'Camera', 'File Download', 'File Upload', "GIF's & WebP", 'SecureStorage',
+         'Close Feature', 'Universal Bridge', 'Color Theme', 'Cookie Manager', 'MiniApp Preference', 'Feature List', 'Analytics',
+         'Deeplink Handler', 'Image Upload', 'Web View Config', 'Log Event', 'Trigger Login UI', 'Exchange Token', 'E Sim',
+         'Permission Status', 'Launch App Settings', 'Scroll To Anchor', 'OneClick']
+
+# In the app's frame: the drawer entry named arguments[0] is clicked.
+OPEN_PAGE = '''
+var label = arguments[0];
+var found = Array.prototype.filter.call(document.querySelectorAll('.MuiDrawer-root *'), function (e) {
+  return e.children.length === 0 && e.textContent.trim() === label;
+});
+if (!found.length) { return false; }
+found[0].click();
+return true;
+'''
+# In the app's frame: the page's own buttons (not the drawer's, not the toolbar's), shown and enabled.
+BUTTONS = '''
+return Array.prototype.filter.call(document.querySelectorAll('button'), function (b) {
+  return !b.closest('.MuiDrawer-root') && !b.closest('header') && !b.disabled && b.offsetParent !== null;
+}).map(function (b, i) { b.setAttribute('data-sample-button', String(i)); return (b.textContent || b.getAttribute('aria-label') || '').trim(); });
+'''
+
+
+def app_alive(driver):
+    """The app's frame is there and its page draws the sample's toolbar."""
+    into_app(driver)
+    return wait(lambda: driver.execute_script('return !!document.querySelector("header") && document.body.innerText.trim().length > 0'),
+                'the app is drawn', 20)
+
+
+def answer_host(driver, setup, seen):
+    """Answers whatever the host page shows, as `setup` says; returns once nothing waits."""
+    driver.switch_to.default_content()
+    for _ in range(40):
+        prompt = driver.find_element(By.ID, 'miniapp-prompt')
+        sheet = driver.find_element(By.ID, 'miniapp-sheet')
+        external = driver.find_element(By.ID, 'miniapp-external')
+        if prompt.is_displayed():
+            seen.append('prompt')
+            driver.find_element(By.ID, 'prompt-deny-all' if setup == 'denied-at-prompts' else 'prompt-allow-all').click()
+        elif sheet.is_displayed():
+            kind = sheet.get_attribute('data-sheet')
+            seen.append('sheet:' + kind + ':' + driver.find_element(By.ID, 'sheet-body').text[:200])
+            if setup == 'denied-at-prompts':
+                driver.find_element(By.ID, 'sheet-cancel').click()
+            elif kind == 'gallery':
+                driver.find_element(By.ID, 'sheet-file').send_keys(os.path.join(WORK, 'picked.png'))
+                driver.find_element(By.ID, 'sheet-ok').click()
+            elif kind == 'message':
+                for box in driver.find_elements(By.CSS_SELECTOR, '#sheet-body input[data-contact]'):
+                    box.click()
+                driver.find_element(By.ID, 'sheet-ok').click()
+            elif kind == 'download':
+                # Nothing is fetched from the network in the tests: the download is declined.
+                driver.find_element(By.ID, 'sheet-cancel').click()
+            else:
+                driver.find_element(By.ID, 'sheet-ok').click()
+        elif external.is_displayed():
+            seen.append('external:' + driver.find_element(By.ID, 'external-link').get_attribute('href'))
+            driver.find_element(By.ID, 'external-close').click()
+        else:
+            return
+        time.sleep(0.3)
+    check(False, 'the host page settles', str(seen[-5:]))
+
+
+def uncaught(driver):
+    """The console's uncaught errors since the last call."""
+    return [entry['message'] for entry in driver.get_log('browser') if entry['level'] == 'SEVERE' and 'Uncaught' in entry['message']]
+
+
+def run_setup(driver, setup, port_cache):
+    cache = os.path.join(WORK, 'cache-' + setup)
+    profile = None if setup == 'no-profile' else os.path.join(WORK, 'profile.json')
+    if setup == 'granted':
+        with zipfile.ZipFile(SAMPLE) as archive:
+            manifest = json.loads(archive.read('manifest.json'))
+        names = [p['name'] for p in manifest.get('reqPermissions', []) + manifest.get('optPermissions', [])]
+        granted = miniapp('permissions', 'grant', 'js-sample', *names, '--cache-dir', cache)
+        check(granted.returncode == 0, 'grant every permission up front', granted.stderr)
+    url, _ = browsing.start_run('js-sample', cache, os.path.join(WORK, 'registry'), profile)
+    driver.get(url)
+    if setup != 'granted':
+        click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow')
+    app_alive(driver)
+    wait(lambda: 'Ready' in driver.find_element(By.TAG_NAME, 'body').text, 'the landing page is ready', 40)
+    uncaught(driver)
+    seen = []
+    for page in PAGES[PAGES.index(os.environ['SAMPLE_FROM']):] if os.environ.get('SAMPLE_FROM') else PAGES:
+        into_app(driver)
+        check(driver.execute_script(OPEN_PAGE, page), '%s: open %s' % (setup, page))
+        time.sleep(0.4)
+        labels = driver.execute_script(BUTTONS)
+        for index, label in enumerate(labels[:6]):
+            into_app(driver)
+            button = driver.find_elements(By.CSS_SELECTOR, '[data-sample-button="%d"]' % index)
+            if not button or not button[0].is_displayed() or not button[0].is_enabled():
+                continue
+            try:
+                button[0].click()
+            except Exception:
+                continue
+            time.sleep(0.5)
+            answer_host(driver, setup, seen)
+            driver.switch_to.default_content()
+            if not driver.find_elements(By.ID, 'miniapp-frame'):
+                # The app closed itself (closeMiniApp): the host page starts it again.
+                seen.append('closed by ' + page)
+                driver.get(url)
+            app_alive(driver)
+            errors = uncaught(driver)
+            check(not errors, '%s: %s / %s leaves no uncaught error' % (setup, page, label), str(errors))
+        print('ok: %s: %s (%d buttons)' % (setup, page, len(labels)))
+    return seen
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    with open(os.path.join(WORK, 'profile.json'), 'w') as f:
+        json.dump(PROFILE, f)
+    with open(os.path.join(WORK, 'picked.png'), 'wb') as f:
+        import base64
+        f.write(base64.b64decode(PHOTO.split(',', 1)[1]))
+    check(miniapp('keygen', '--out', WORK + '/key').returncode == 0, 'keygen')
+    published = miniapp('publish', SAMPLE, '--registry', WORK + '/registry', '--app-id', 'js-sample', '--version-tag', '1.0.0', '--key', WORK + '/key.pem')
+    check(published.returncode == 0, 'publish the real sample', published.stderr)
+    driver = browser(console=True)
+    driver.set_script_timeout(30)
+    try:
+        for setup in SETUPS:
+            seen = run_setup(driver, setup, None)
+            sheets = sorted(set(item.split(':')[1] for item in seen if item.startswith('sheet:')))
+            print('ok: %s: the host page showed %s' % (setup, ', '.join(sheets) or 'no sheet'))
+            if setup == 'allowed-at-prompts':
+                for kind in ['share', 'ad', 'login', 'gallery']:
+                    check(kind in sheets, '%s: the host page showed the %s sheet' % (setup, kind), str(sheets))
+            for process in processes:
+                process.terminate()
+    finally:
+        driver.quit()
+        for process in processes:
+            process.terminate()
+    print('all sample pages passed')
+
+
+main()
