@@ -45,11 +45,11 @@ let package = Package(
         ),
         .target(name: "CMiniAppSystem"),
         // The parsers of untrusted input (archives, manifests, platform answers, cache records,
-        // signatures and keys, identifiers): Foundation and the C libraries only, so that the fuzzers
-        // build them as they are.
+        // signatures and keys, identifiers), and the executor every module's blocking work runs on:
+        // Foundation, the C libraries and NIO's thread pool only, so that the fuzzers build them as they are.
         .target(
             name: "MiniAppCore",
-            dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem"],
+            dependencies: ["CMiniAppArchive", "CMiniAppOpenSSL", "CMiniAppSystem", .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: settings
         ),
         // The permission store: SQLite (embedded, the default) or PostgreSQL (fleets).

@@ -33,7 +33,7 @@ func percentile(_ values: [Double], _ fraction: Double) -> Double {
 struct Host: BridgeHostServices {}
 
 let manifest = BundleManifest(reqPermissions: [PermissionDeclaration(name: KnownPermission.userName.rawValue)])
-let store = try await PermissionStore.open(cacheDirectory: cache)
+let store = try await PermissionStore.open(cacheDirectory: cache, executor: BlockingExecutor())
 try await store.set(appId: "bench", [KnownPermission.userName.rawValue: .allowed])
 let identity = BridgeIdentity(secret: BridgeIdentity.randomSecret())
 let dispatcher = BridgeDispatcher(appId: "bench", manifest: manifest, store: store, services: Host(), identity: identity)

@@ -93,7 +93,7 @@ func probe(_ store: PermissionStore, until end: ContinuousClock.Instant) async -
 func runFlood(_ options: Options) async {
     let store: PermissionStore
     do {
-        store = try await PermissionStore.open(try PermissionStoreLocation.parse(options.store, environment: ProcessInfo.processInfo.environment))
+        store = try await PermissionStore.open(try PermissionStoreLocation.parse(options.store, environment: ProcessInfo.processInfo.environment), executor: BlockingExecutor())
     } catch {
         fail("cannot open \(options.store): \(error)")
     }

@@ -100,7 +100,7 @@ let manifest = BundleManifest(reqPermissions: [
 ])
 let store: PermissionStore
 do {
-    store = try await PermissionStore.open(try PermissionStoreLocation.parse(options.store, environment: ProcessInfo.processInfo.environment))
+    store = try await PermissionStore.open(try PermissionStoreLocation.parse(options.store, environment: ProcessInfo.processInfo.environment), executor: BlockingExecutor())
 } catch {
     fail("cannot open \(options.store): \(error)")
 }

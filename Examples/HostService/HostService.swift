@@ -15,32 +15,40 @@ import NIOPosix
 /// app also runs in the browser host (MiniAppWebHost, on a port of its own): its page shows the app on its
 /// own origin with the bridge, and asks the user for permissions.
 ///
-/// One installer, one platform and one permission store for the whole service, made at start and
-/// shared by every request; the library's blocking work runs on NIO's thread pool, so the service's
-/// own handlers (such as `/health`) keep answering while installs run.
+/// One runtime for the whole service (its installer, platform and permission store), made at start and
+/// shared by every request; the library's blocking work runs on the runtime's executor, so the
+/// service's own handlers (such as `/health`) keep answering while installs run.
 struct HostService: Sendable {
+    let runtime: MiniAppRuntime
     let platform: any PlatformAPI
     let installer: BundleInstaller
     let store: PermissionStore
     /// Where loaded apps run in a browser, with their bridge.
     let browser: BrowserHost
-    let files = FileIO(threadPool: .singleton)
+    let files: FileIO
 
     /// The service for `configuration`, with the library logging through `logger`.
     static func make(configuration: MiniAppConfiguration, browserPort: Int, logger: Logger) async throws -> HostService {
-        let platform = try Platforms.open(configuration, logger: logger)
-        let store = try await PermissionStore.open(cacheDirectory: configuration.cacheDirectory)
-        let installer = try BundleInstaller(configuration: configuration, platform: platform, permissionStore: store, logger: logger)
-        let browser = BrowserHost(
-            installer: installer, store: store, identity: try await BrowserHost.identity(keptIn: configuration.cacheDirectory), port: browserPort, logger: logger
-        )
-        return HostService(platform: platform, installer: installer, store: store, browser: browser)
+        let runtime = MiniAppRuntime(configuration: configuration, logger: logger)
+        do {
+            let platform = try runtime.platform()
+            let store = try await runtime.permissionStore()
+            let installer = try runtime.installer()
+            let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory, executor: runtime.executor)
+            let browser = BrowserHost(installer: installer, store: store, identity: identity, port: browserPort, logger: logger)
+            return HostService(
+                runtime: runtime, platform: platform, installer: installer, store: store, browser: browser,
+                files: FileIO(threadPool: runtime.executor.threadPool)
+            )
+        } catch {
+            await runtime.shutdown()
+            throw error
+        }
     }
 
     /// Closes what the library opened.
     func shutdown() async {
-        await installer.shutdown()
-        await platform.close()
+        await runtime.shutdown()
     }
 
     /// The service's routes.

@@ -10,10 +10,11 @@ let cache = CommandLine.arguments[2]
 
 // snippet.begin
 let configuration = MiniAppConfiguration(platform: .registry(path: registry), cacheDirectory: cache)
-let platform = try Platforms.open(configuration)
-// One store and one installer for the whole host, shared by every request.
-let store = try await PermissionStore.open(cacheDirectory: cache)
-let installer = try BundleInstaller(configuration: configuration, platform: platform, permissionStore: store)
+// One runtime for the whole host (executor, platform, store, cache, installer), shared by every request.
+let runtime = MiniAppRuntime(configuration: configuration)
+let platform = try runtime.platform()
+let store = try await runtime.permissionStore()
+let installer = try runtime.installer()
 
 for app in try await platform.listApps() { print(app.id, app.version.versionId) }
 
@@ -36,5 +37,4 @@ print(try await permissionFlow(appId: "weather", installer: installer, store: st
     return true
 })
 
-await installer.shutdown()
-await platform.close()
+await runtime.shutdown()

@@ -90,31 +90,35 @@ public final class PermissionStore: Sendable {
     }
 
     /// Opens the SQLite store in `cacheDirectory` (`permissions.sqlite`), creating and migrating it when
-    /// needed; the open may wait up to `lockTimeout` for other processes. Each app may use its secure
-    /// storage at `storageRate`.
-    public static func open(cacheDirectory: String, lockTimeout: Duration = .seconds(10), storageRate: SecureStorageRate = SecureStorageRate()) async throws(PermissionStoreError) -> PermissionStore {
-        try await open(.cache(cacheDirectory), lockTimeout: lockTimeout, storageRate: storageRate)
+    /// needed, on `executor`; the open may wait up to `lockTimeout` for other processes. Each app may
+    /// use its secure storage at `storageRate`.
+    public static func open(
+        cacheDirectory: String, executor: BlockingExecutor, lockTimeout: Duration = .seconds(10), storageRate: SecureStorageRate = SecureStorageRate()
+    ) async throws(PermissionStoreError) -> PermissionStore {
+        try await open(.cache(cacheDirectory), executor: executor, lockTimeout: lockTimeout, storageRate: storageRate)
     }
 
     /// Opens the store at `location`, creating or migrating its tables when they are behind (safe when
     /// several processes or machines start at once).
     ///
     /// - Parameters:
+    ///   - executor: where the open's blocking work runs (the SQLite file, PostgreSQL's TLS set-up).
     ///   - lockTimeout: how long SQLite waits for another process's lock.
     ///   - timeouts: how long PostgreSQL may take to connect and to answer each statement.
     ///   - storageRate: how fast, and how many calls at once, each app may use its secure storage
     ///     through this store (past it, ``SecureStorageError/busy(appId:reason:)``).
     ///   - logger: where a PostgreSQL store logs its connections (never with a password).
     public static func open(
-        _ location: PermissionStoreLocation, lockTimeout: Duration = .seconds(10), timeouts: PermissionStoreTimeouts = PermissionStoreTimeouts(),
+        _ location: PermissionStoreLocation, executor: BlockingExecutor, lockTimeout: Duration = .seconds(10),
+        timeouts: PermissionStoreTimeouts = PermissionStoreTimeouts(),
         storageRate: SecureStorageRate = SecureStorageRate(),
         logger: Logger = Logger(label: "miniapp.permissions", factory: { _ in SwiftLogNoOpLogHandler() })
     ) async throws(PermissionStoreError) -> PermissionStore {
         switch location {
         case .sqlite(let path):
-            return PermissionStore(location: location, backend: try await SQLitePermissionBackend.open(path: path, lockTimeout: lockTimeout), storageRate: storageRate)
+            return PermissionStore(location: location, backend: try await SQLitePermissionBackend.open(path: path, lockTimeout: lockTimeout, executor: executor), storageRate: storageRate)
         case .postgres(let settings):
-            return PermissionStore(location: location, backend: try await PostgresPermissionBackend.open(settings, timeouts: timeouts, logger: logger), storageRate: storageRate)
+            return PermissionStore(location: location, backend: try await PostgresPermissionBackend.open(settings, timeouts: timeouts, executor: executor, logger: logger), storageRate: storageRate)
         }
     }
 

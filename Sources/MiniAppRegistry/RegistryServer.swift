@@ -87,13 +87,16 @@ public struct RegistryServer: Sendable {
     public var publicURL: URL?
     /// Timeouts, the connection limit and the graceful stop's bound.
     public var limits: ServerLimits
+    /// Where the registry's files are read and its lists made; it stays the caller's to shut down.
+    public var executor: BlockingExecutor
 
-    /// A server for `registry` on `host:port` (port 0 picks a free one).
+    /// A server for `registry` on `host:port` (port 0 picks a free one), reading its files on `executor`.
     public init(
-        registry: Registry, host: String = "127.0.0.1", port: Int = 0, projectId: String? = nil, subscriptionKey: String? = nil,
-        publicURL: URL? = nil, limits: ServerLimits = ServerLimits(), requestLog: (@Sendable (String) -> Void)? = nil
+        registry: Registry, executor: BlockingExecutor, host: String = "127.0.0.1", port: Int = 0, projectId: String? = nil,
+        subscriptionKey: String? = nil, publicURL: URL? = nil, limits: ServerLimits = ServerLimits(), requestLog: (@Sendable (String) -> Void)? = nil
     ) {
         self.limits = limits
+        self.executor = executor
         self.registry = registry
         self.host = host
         self.port = port
@@ -109,7 +112,7 @@ public struct RegistryServer: Sendable {
     public func run(onListening: @escaping @Sendable (URL) async -> Void = { _ in }) async throws {
         guard registry.exists else { throw RegistryError.notARegistry(path: registry.root, reason: "it has no \(Registry.marker)") }
         let bound = NIOLockedValueBox(port)
-        let responder = RegistryResponder(server: self, files: FileIO(), listings: ListingCache(), boundPort: bound)
+        let responder = RegistryResponder(server: self, files: FileIO(threadPool: executor.threadPool), listings: ListingCache(executor: executor), boundPort: bound)
         let host = self.host
         func amount(_ duration: Duration) -> TimeAmount {
             .nanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
@@ -195,9 +198,9 @@ struct RegistryResponder: HTTPResponder {
         }
         if let preview = Self.listKind(segments, projectId: server.projectId) {
             guard let appId = request.uri.queryParameters["miniAppId"].map(String.init) else { return try await listing(preview: preview) }
-            return try await NIOThreadPool.singleton.runIfActive { self.latest(of: appId, preview: preview) }
+            return try await server.executor.run { self.latest(of: appId, preview: preview) }
         }
-        return try await NIOThreadPool.singleton.runIfActive { self.answer(segments, request: request) }
+        return try await server.executor.run { self.answer(segments, request: request) }
     }
 
     /// Whether `segments` ask for the list of every app (`host/<project>/miniapps`, or `.../preview`
@@ -335,7 +338,7 @@ struct RegistryResponder: HTTPResponder {
 
     private func zip(appId: String, versionId: String, request: Request, context: BasicRequestContext) async throws -> Response {
         let registry = self.registry
-        let found = try await NIOThreadPool.singleton.runIfActive { () -> (path: String, size: Int, sha256: String)? in
+        let found = try await server.executor.run { () -> (path: String, size: Int, sha256: String)? in
             guard let version = registry.version(appId: appId, versionId: versionId) else { return nil }
             let path = registry.bundlePath(appId: appId, versionId: versionId)
             // Only the registry's own regular files, never through a link: checked on the path, then on
@@ -401,11 +404,11 @@ struct RegistryResponder: HTTPResponder {
         let body = ResponseBody(contentLength: length) { writer in
             // The zip is opened once for all the parts (a delta update asks for a thousand small ones),
             // and read on the thread pool a batch of up to 1 MiB at a time.
-            let descriptor = try await NIOThreadPool.singleton.runIfActive { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+            let descriptor = try await server.executor.run { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
             guard descriptor >= 0 else { throw RegistryError.io(path: path, reason: String(cString: strerror(errno)), diskFull: false) }
             defer { close(descriptor) }
             for batch in Self.batches(of: ranges, upTo: 1 << 20) {
-                let buffers = try await NIOThreadPool.singleton.runIfActive { try batch.map { try Self.read(descriptor, $0.span, path: path) } }
+                let buffers = try await server.executor.run { try batch.map { try Self.read(descriptor, $0.span, path: path) } }
                 for (piece, buffer) in Swift.zip(batch, buffers) {
                     if piece.startsPart { try await writer.write(heads[piece.part]) }
                     try await writer.write(buffer)
@@ -598,7 +601,7 @@ struct RegistryResponder: HTTPResponder {
 /// The encoded app lists with their ETags, reused while the registry's generation has not moved, and
 /// for a second or more (so that a hand edit, which does not move it, shows soon too).
 ///
-/// A list is made on a thread of its own, once however many requests want it, and never on the task
+/// A list is made on a thread of its own from the executor, once however many requests want it, and never on the task
 /// that asks: making the list of a 10,000-app registry reads 20,000 files and takes about a second.
 /// Once its lifetime is over, a list of the same generation is still served while the next is made
 /// (in the background); a moved generation (a version published) is always waited for.
@@ -632,7 +635,11 @@ final class ListingCache: Sendable {
     /// How long a list is served at least before it is made again (longer for a list slow to make).
     let lifetime: Duration
 
-    init(lifetime: Duration = .seconds(1)) {
+    /// Where lists are made.
+    private let executor: BlockingExecutor
+
+    init(executor: BlockingExecutor, lifetime: Duration = .seconds(1)) {
+        self.executor = executor
         self.lifetime = lifetime
     }
 
@@ -671,7 +678,7 @@ final class ListingCache: Sendable {
             let listing = Listing(body: body, etag: RegistryResponder.etag(of: body))
             self.finish(preview: preview, stamp: stamp, listing, took: ContinuousClock.now - began)
         }
-        if !WorkerThreads.detach(name: "miniapp.listing", lowestPriority: inBackground, work) { work() }
+        if !executor.startThread(name: "miniapp.listing", lowestPriority: inBackground, work) { work() }
     }
 
     /// How long a list that took `took` to make is served before it is made again.

@@ -8,7 +8,7 @@ public import MiniAppKit
 public import MiniAppPermissions
 import NIOConcurrencyHelpers
 import NIOCore
-public import NIOPosix
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
@@ -113,9 +113,10 @@ public final class BrowserHost: Sendable {
     }
 
     /// The identity whose secret is kept in `directory` (`bridge.secret`, 0600), made on first use: each
-    /// app's identifiers stay the same from one run of the host to the next.
-    public static func identity(keptIn directory: String, threadPool: NIOThreadPool = .singleton) async throws -> BridgeIdentity {
-        try await threadPool.runIfActive {
+    /// app's identifiers stay the same from one run of the host to the next. The files are read and
+    /// written on `executor`.
+    public static func identity(keptIn directory: String, executor: BlockingExecutor) async throws -> BridgeIdentity {
+        try await executor.run {
             let path = directory + "/bridge.secret"
             if case .contents(let bytes) = FileReading.read(path, followingLinks: false), bytes.count == 32 {
                 return BridgeIdentity(secret: bytes)

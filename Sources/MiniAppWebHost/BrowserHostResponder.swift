@@ -80,7 +80,7 @@ struct BrowserHostResponder: HTTPResponder {
             // program must not get one. Checked here, not at every request: reading the kernel's socket
             // tables costs more the more sockets the machine has.
             let remote = context.remoteAddress, local = context.localAddress
-            guard try await NIOThreadPool.singleton.runIfActive({ LoopbackPeer.isOwnUser(remote: remote, local: local) }) else {
+            guard try await host.installer.executor.run({ LoopbackPeer.isOwnUser(remote: remote, local: local) }) else {
                 return Self.text(.forbidden, "the host page answers the user who runs it only")
             }
         }
@@ -296,7 +296,7 @@ struct BrowserHostResponder: HTTPResponder {
         let root = app.record.path
         let isPage = type.hasPrefix("text/html")
         var response: Response
-        switch try await NIOThreadPool.singleton.runIfActive({ Self.lookUp(relative, under: root, readingWhole: isPage) }) {
+        switch try await host.installer.executor.run({ Self.lookUp(relative, under: root, readingWhole: isPage) }) {
         case .missing:
             return Self.text(.notFound, "no such file")
         case .page(let bytes):

@@ -13,12 +13,9 @@ struct CacheCommand: AsyncParsableCommand {
     )
 }
 
-extension GlobalOptions {
+extension MiniAppRuntime {
     /// The cache views a `cache` command acts on: every platform and project's part of the cache.
-    func caches(_ configuration: MiniAppConfiguration) -> [BundleCache] {
-        BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace, lockTimeout: configuration.lockTimeout, logger: logger)
-            .withOtherNamespaces()
-    }
+    var caches: [BundleCache] { cache.withOtherNamespaces() }
 }
 
 struct CacheListCommand: AsyncParsableCommand {
@@ -28,7 +25,7 @@ struct CacheListCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.configuration(reading: [.lockTimeout])
-        let records = options.caches(configuration).flatMap { $0.records() }
+        let records = try await options.withRuntime(configuration) { $0.caches.flatMap { $0.records() } }
         if options.json {
             try Console.json(records)
             return
@@ -90,26 +87,30 @@ struct CacheVerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         if let appId { try Identifier.validate(appId, as: .app) }
-        // Every file is hashed: OpenSSL's set-up overlaps with reading the settings and the records.
-        CryptoRuntime.warmUp()
         let configuration = try options.configuration(reading: [.lockTimeout, .trust, .limits])
-        var entries: [Entry] = []
-        for cache in options.caches(configuration) {
-            for check in try await cache.verify(appId: appId) {
-                var entry = Entry(id: check.record.id, versionId: check.record.versionId, intact: check.report.intact, problems: check.report.problems)
-                if signatures {
-                    entry.keptZip = .some(nil)
-                    if check.record.zipBytes > 0 {
-                        do {
-                            let problem = try await cache.verifyKeptZip(check.record, trustedKeys: configuration.trustedKeys)
-                            entry.keptZip = .some(KeptZip(bytes: check.record.zipBytes, verified: problem == nil, problem: problem))
-                        } catch CacheError.notCached {
-                            // The zip went meanwhile (a newer version was installed): none is kept.
+        let (appId, signatures) = (appId, signatures)
+        let entries = try await options.withRuntime(configuration) { runtime in
+            // Every file is hashed: OpenSSL's set-up overlaps with reading the records.
+            CryptoRuntime.warmUp(on: runtime.executor)
+            var entries: [Entry] = []
+            for cache in runtime.caches {
+                for check in try await cache.verify(appId: appId) {
+                    var entry = Entry(id: check.record.id, versionId: check.record.versionId, intact: check.report.intact, problems: check.report.problems)
+                    if signatures {
+                        entry.keptZip = .some(nil)
+                        if check.record.zipBytes > 0 {
+                            do {
+                                let problem = try await cache.verifyKeptZip(check.record, trustedKeys: configuration.trustedKeys)
+                                entry.keptZip = .some(KeptZip(bytes: check.record.zipBytes, verified: problem == nil, problem: problem))
+                            } catch CacheError.notCached {
+                                // The zip went meanwhile (a newer version was installed): none is kept.
+                            }
                         }
                     }
+                    entries.append(entry)
                 }
-                entries.append(entry)
             }
+            return entries
         }
         if options.json {
             try Console.json(entries)
@@ -150,9 +151,12 @@ struct CacheRemoveCommand: AsyncParsableCommand {
     func run() async throws {
         let (appId, versionId) = (target.appId, target.versionId)
         let configuration = try options.configuration(reading: [.lockTimeout])
-        var removed: [InstallRecord] = []
-        for cache in options.caches(configuration) where cache.records(appId: appId).contains(where: { versionId == nil || $0.versionId == versionId }) {
-            removed += try await cache.remove(appId: appId, versionId: versionId)
+        let removed = try await options.withRuntime(configuration) { runtime in
+            var removed: [InstallRecord] = []
+            for cache in runtime.caches where cache.records(appId: appId).contains(where: { versionId == nil || $0.versionId == versionId }) {
+                removed += try await cache.remove(appId: appId, versionId: versionId)
+            }
+            return removed
         }
         guard !removed.isEmpty else { throw RemovalError.nothingCached(appId: appId, versionId: versionId) }
         if options.json {
@@ -188,9 +192,12 @@ struct CachePruneCommand: AsyncParsableCommand {
         let retention = configuration.retention
         let keep = keep ?? (maxBytes == nil ? retention.previousVersions + 1 : nil)
         let maxBytes = maxBytes ?? retention.maxBytes
-        var removed: [InstallRecord] = []
-        for cache in options.caches(configuration) {
-            removed += try await cache.prune(keep: keep, maxBytes: maxBytes)
+        let removed = try await options.withRuntime(configuration) { runtime in
+            var removed: [InstallRecord] = []
+            for cache in runtime.caches {
+                removed += try await cache.prune(keep: keep, maxBytes: maxBytes)
+            }
+            return removed
         }
         if options.json {
             try Console.json(removed)

@@ -1,7 +1,6 @@
 import ArgumentParser
 import MiniAppCore
 import MiniAppKit
-import NIOPosix
 
 struct DownloadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -47,25 +46,26 @@ struct DownloadCommand: AsyncParsableCommand {
         }
     }
 
-    /// One app's download, from plain values: what `run()` does for one id, and what ``QuickCommandLine`` runs.
-    static func download(_ target: AppTarget, force: Bool, options: CommandSettings) async throws {
+    /// One app's download, from plain values: what `run()` does for one id, and what ``QuickCommandLine``
+    /// runs (with the executor `main` started early).
+    static func download(_ target: AppTarget, force: Bool, options: CommandSettings, executor: BlockingExecutor? = nil) async throws {
         let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .installing), options: options)
-        let outcome = try await options.withInstaller(configuration, needsPlatform: true) { installer in
+        let outcome = try await options.withInstaller(configuration, needsPlatform: true, executor: executor) { installer in
             try await installer.download(appId: appId, versionId: versionId, force: force, progress: options.progressBar(for: appId))
         }
         try options.render(outcome, verb: "downloaded")
     }
 
     /// A download of a given version whose intact copy is cached, answered on the calling thread with no
-    /// thread pool and no installer (``BundleInstaller/reuseIntactCopyNow(configuration:threadPool:logger:appId:versionId:)``);
-    /// `nil` when ``download(_:force:options:)`` must run, which also reports a setting that fails.
-    static func cachedOutcomeNow(_ target: AppTarget, options: CommandSettings) -> InstallOutcome? {
+    /// thread pool and no installer (``BundleInstaller/reuseIntactCopyNow(configuration:executor:logger:appId:versionId:)``,
+    /// which never starts `executor`); `nil` when ``download(_:force:options:executor:)`` must run, which
+    /// also reports a setting that fails.
+    static func cachedOutcomeNow(_ target: AppTarget, options: CommandSettings, executor: BlockingExecutor) -> InstallOutcome? {
         guard let appId = target.appId, let versionId = target.versionId, target.previewCode == nil,
               let configuration = try? options.configuration(reading: .installing)
         else { return nil }
-        // A pool never started: nothing runs on it here.
         return BundleInstaller.reuseIntactCopyNow(
-            configuration: configuration, threadPool: NIOThreadPool(numberOfThreads: 1), logger: options.logger, appId: appId, versionId: versionId
+            configuration: configuration, executor: executor, logger: options.logger, appId: appId, versionId: versionId
         )
     }
 

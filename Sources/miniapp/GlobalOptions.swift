@@ -4,7 +4,6 @@ import Logging
 import MiniAppCore
 import MiniAppKit
 import MiniAppPermissions
-import NIOPosix
 
 /// The configuration options every command takes (spec/cli.md), plus output options.
 struct GlobalOptions: ParsableArguments {
@@ -117,49 +116,36 @@ extension CommandOptions {
         return Logger(label: "miniapp") { _ in ConsoleLogHandler(logLevel: level) }
     }
 
-    /// Runs `body` with an installer for `configuration` (and a platform client unless offline), shut
-    /// down afterwards. `needsPlatform` makes a missing platform an error when online.
-    func withInstaller<Result: Sendable>(_ configuration: MiniAppConfiguration, needsPlatform: Bool, _ body: (BundleInstaller) async throws -> Result) async throws -> Result {
-        var platform: (any PlatformAPI)?
-        if !configuration.offline {
-            if configuration.platform != nil {
-                platform = try Platforms.open(configuration, connections: .perRequest(threadPool: .singleton), logger: logger)
-            } else if needsPlatform {
-                throw ConfigurationError.missingPlatform
-            }
-        }
-        let installer: BundleInstaller
+    /// Runs `body` with the process's runtime for `configuration` (remote platform requests on connections
+    /// of their own), shut down afterwards. `executor` is the one `main` started early, if any.
+    func withRuntime<Result: Sendable>(
+        _ configuration: MiniAppConfiguration, executor: BlockingExecutor? = nil, _ body: (MiniAppRuntime) async throws -> Result
+    ) async throws -> Result {
+        let runtime = MiniAppRuntime(configuration: configuration, connections: .perRequest, executor: executor ?? BlockingExecutor(), logger: logger)
         do {
-            installer = try BundleInstaller(configuration: configuration, platform: platform, logger: logger)
-        } catch {
-            await platform?.close()
-            throw error
-        }
-        do {
-            let result = try await body(installer)
-            await installer.shutdown()
-            await platform?.close()
+            let result = try await body(runtime)
+            await runtime.shutdown()
             return result
         } catch {
-            await installer.shutdown()
-            await platform?.close()
+            await runtime.shutdown()
             throw error
         }
     }
 
-    /// Runs `body` with the configured permission store, closed afterwards.
-    func withPermissionStore<Result: Sendable>(_ configuration: MiniAppConfiguration, _ body: (PermissionStore) async throws -> Result) async throws -> Result {
-        let store = try await PermissionStore.open(
-            configuration.permissionStoreLocation, lockTimeout: configuration.lockTimeout, timeouts: configuration.permissionStoreTimeouts, logger: logger
-        )
-        do {
-            let result = try await body(store)
-            await store.close()
-            return result
-        } catch {
-            await store.close()
-            throw error
+    /// Runs `body` with the runtime's installer for `configuration`. `needsPlatform` makes a missing
+    /// platform an error when online.
+    func withInstaller<Result: Sendable>(
+        _ configuration: MiniAppConfiguration, needsPlatform: Bool, executor: BlockingExecutor? = nil, _ body: (BundleInstaller) async throws -> Result
+    ) async throws -> Result {
+        try await withRuntime(configuration, executor: executor) { runtime in
+            if needsPlatform, !configuration.offline, configuration.platform == nil { throw ConfigurationError.missingPlatform }
+            return try await body(try runtime.installer())
         }
+    }
+
+    /// Runs `body` with the runtime's permission store for `configuration`.
+    func withPermissionStore<Result: Sendable>(_ configuration: MiniAppConfiguration, _ body: (PermissionStore) async throws -> Result) async throws -> Result {
+        try await withRuntime(configuration) { try await body(try await $0.permissionStore()) }
     }
 
     /// Prints an install outcome: notes as warnings on stderr, then the record (`--json`) or the folder.
@@ -185,8 +171,8 @@ extension CommandOptions {
         return ProgressBar(label: appId).update
     }
 
-    /// Runs `body` with a client for the configured platform, shut down afterwards.
+    /// Runs `body` with the runtime's platform for `configuration`.
     func withPlatform<Result: Sendable>(_ configuration: MiniAppConfiguration, _ body: (any PlatformAPI) async throws -> Result) async throws -> Result {
-        try await Platforms.with(configuration, connections: .perRequest(threadPool: .singleton), logger: logger, body)
+        try await withRuntime(configuration) { try await body(try $0.platform()) }
     }
 }

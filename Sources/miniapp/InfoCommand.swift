@@ -21,18 +21,16 @@ struct InfoCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .platformAccess), options: options)
-        let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
-        let record: AppRecord
-        let found: (cache: BundleCache, record: InstallRecord)?
-        if configuration.offline {
-            guard let cached = cache.lookup(appId: appId, versionId: versionId) else {
-                throw CacheError.notCached(appId: appId, versionId: versionId)
+        let (record, found) = try await options.withRuntime(configuration) { runtime -> (AppRecord, (cache: BundleCache, record: InstallRecord)?) in
+            let cache = runtime.cache
+            if configuration.offline {
+                guard let cached = cache.lookup(appId: appId, versionId: versionId) else {
+                    throw CacheError.notCached(appId: appId, versionId: versionId)
+                }
+                return (AppRecord(id: cached.record.id, version: AppVersion(versionId: cached.record.versionId, versionTag: cached.record.versionTag)), cached)
             }
-            record = AppRecord(id: cached.record.id, version: AppVersion(versionId: cached.record.versionId, versionTag: cached.record.versionTag))
-            found = cached
-        } else {
-            record = try await options.withPlatform(configuration) { try await $0.app(appId, version: versionId) }
-            found = cache.record(appId: appId, versionId: record.version.versionId).map { (cache, $0) }
+            let record = try await runtime.platform().app(appId, version: versionId)
+            return (record, cache.record(appId: appId, versionId: record.version.versionId).map { (cache, $0) })
         }
         var state = CacheState(present: false)
         if let (view, cached) = found {

@@ -20,34 +20,40 @@ struct ListCommand: AsyncParsableCommand {
         try await Self.list(options: options.settings)
     }
 
-    /// The list, from plain values: what `run()` does, and what ``QuickCommandLine`` runs.
-    static func list(options: CommandSettings) async throws {
+    /// The list, from plain values: what `run()` does, and what ``QuickCommandLine`` runs (with the
+    /// executor `main` started early).
+    static func list(options: CommandSettings, executor: BlockingExecutor? = nil) async throws {
         let configuration = try options.configuration(reading: .platformAccess)
-        let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
-        let list: AppListText
-        let cached: [Bool]
-        if configuration.offline {
-            var newest: [String: InstallRecord] = [:]
-            for record in cache.withOtherNamespaces().flatMap({ $0.records() }) where (newest[record.id]?.installedAt ?? .distantPast) < record.installedAt {
-                newest[record.id] = record
-            }
-            list = AppListText(records: newest.values.sorted { $0.id < $1.id }.map { record in
-                AppRecord(id: record.id, version: AppVersion(versionId: record.versionId, versionTag: record.versionTag))
-            })
-            cached = Array(repeating: true, count: list.entries.count)
-        } else {
-            // A remote platform's list is printed from its own bytes (``AppListText``), a registry's from its records.
-            list = try await options.withPlatform(configuration) { platform in
-                if let client = platform as? PlatformClient { return try await client.appListText() }
-                return AppListText(records: try await platform.listApps())
-            }
-            let folders = cache.appFolderNames()
-            cached = folders.isEmpty ? Array(repeating: false, count: list.entries.count) : list.withTexts { texts in
-                list.entries.map { entry in
-                    guard let id = texts.string(entry.id), folders.contains(id), let versionId = texts.string(entry.versionId) else { return false }
-                    return cache.record(appId: id, versionId: versionId) != nil
+        let (list, cached) = try await options.withRuntime(configuration, executor: executor) { runtime -> (AppListText, [Bool]) in
+            let cache = runtime.cache
+            let list: AppListText
+            let cached: [Bool]
+            if configuration.offline {
+                var newest: [String: InstallRecord] = [:]
+                for record in cache.withOtherNamespaces().flatMap({ $0.records() }) where (newest[record.id]?.installedAt ?? .distantPast) < record.installedAt {
+                    newest[record.id] = record
+                }
+                list = AppListText(records: newest.values.sorted { $0.id < $1.id }.map { record in
+                    AppRecord(id: record.id, version: AppVersion(versionId: record.versionId, versionTag: record.versionTag))
+                })
+                cached = Array(repeating: true, count: list.entries.count)
+            } else {
+                // A remote platform's list is printed from its own bytes (``AppListText``), a registry's from its records.
+                let platform = try runtime.platform()
+                if let client = platform as? PlatformClient {
+                    list = try await client.appListText()
+                } else {
+                    list = AppListText(records: try await platform.listApps())
+                }
+                let folders = cache.appFolderNames()
+                cached = folders.isEmpty ? Array(repeating: false, count: list.entries.count) : list.withTexts { texts in
+                    list.entries.map { entry in
+                        guard let id = texts.string(entry.id), folders.contains(id), let versionId = texts.string(entry.versionId) else { return false }
+                        return cache.record(appId: id, versionId: versionId) != nil
+                    }
                 }
             }
+            return (list, cached)
         }
         if options.json {
             // An empty list is the empty array as `Console.json` prints it.

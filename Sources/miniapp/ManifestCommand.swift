@@ -36,8 +36,7 @@ struct ManifestCommand: AsyncParsableCommand {
         }
         let manifest: BundleManifest
         if configuration.offline {
-            let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
-            guard let cached = cache.lookup(appId: appId, versionId: versionId)?.record else {
+            guard let cached = try await options.withRuntime(configuration, { $0.cache.lookup(appId: appId, versionId: versionId)?.record }) else {
                 throw CacheError.notCached(appId: appId, versionId: versionId)
             }
             let raw = try BundleManifest.read(bundleDirectory: cached.path)

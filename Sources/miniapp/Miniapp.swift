@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import MiniAppCore
 import MiniAppKit
-import NIOPosix
 
 @main
 struct Miniapp: AsyncParsableCommand {
@@ -30,7 +29,7 @@ struct Miniapp: AsyncParsableCommand {
         // /etc/localtime's status again on every mktime(): about 3,600 stats for a bundle of 1,000 files.
         // Naming the same file in TZ keeps the zone and reads it once.
         if getenv("TZ") == nil { setenv("TZ", ":/etc/localtime", 0) }
-        // The library's blocking work runs on NIO's thread pool, started at its first use. Starting its
+        // The library's blocking work runs on the executor's thread pool, started at its first use. Starting its
         // threads (and one more to start them) while any command parsed cost every command CPU on a
         // two-core machine: without it, release, 3 x 11 interleaved runs, `--version` 11.4-11.9 ->
         // 10.1-10.5 ms, a cache hit of `download --version` 18.2-19.6 -> 17.4-18.1 ms, of `download`
@@ -45,24 +44,27 @@ struct Miniapp: AsyncParsableCommand {
         }
         // `download <app-id> [--version <id>]` and `list` in their plain forms skip ArgumentParser.
         if let command = QuickCommandLine.command(Array(CommandLine.arguments.dropFirst())) {
+            // The process's executor, which the command's runtime takes over and shuts down; made here
+            // so that this thread can start its pool (below) while the command gets ready.
+            let executor = BlockingExecutor()
             // A cache hit of a given version is answered here, on this thread, before any other starts:
             // starting NIO's thread pool, a thread for the command and the hops between them took 0.85 ms
             // of such a hit's 5.4 from `main` (dynamic build, uprobes, medians of 41 interleaved
             // runs). What it cannot answer (anything else) is run as follows, from the start.
             do {
-                if try command.runFromCacheNow() { finish() }
+                if try command.runFromCacheNow(executor: executor) { finish() }
             } catch {
                 exitForFailure(error)
             }
             // The command runs on the global executor while this thread, otherwise parked until the
-            // exit, starts NIO's thread pool, which every quick command needs a millisecond or two later
+            // exit, starts the executor's thread pool, which every quick command needs a millisecond or two later
             // (whichever gets there first starts it; the other waits for it). A cache hit of `download
             // --version` went, from `main` to the exit, 7.1 -> 5.8 ms this way (median of 21, ftrace on
             // uprobes, before the answer above): the pool's start (1.3 ms: three conformance scans, two
             // threads started and waited for) overlaps the settings. (`runAndExit` exits the process: the
             // wait below never ends.)
-            let run = Task.detached { () async -> Void in await runAndExit(command) }
-            _ = NIOThreadPool.singleton
+            let run = Task.detached { () async -> Void in await runAndExit(command, executor: executor) }
+            executor.start()
             await run.value
         }
         let command: any ParsableCommand
@@ -91,9 +93,9 @@ struct Miniapp: AsyncParsableCommand {
     /// Runs a quick command and exits on the thread that ran its end. Nonisolated, the function runs on
     /// the global executor: the exit does not wait for the main actor, whose queue (the main thread,
     /// parked in `dispatch_main` once it has started the thread pool) would get a new thread for it.
-    nonisolated private static func runAndExit(_ command: QuickCommandLine.Command) async -> Never {
+    nonisolated private static func runAndExit(_ command: QuickCommandLine.Command, executor: BlockingExecutor) async -> Never {
         do {
-            try await command.run()
+            try await command.run(executor: executor)
         } catch {
             exitForFailure(error)
         }

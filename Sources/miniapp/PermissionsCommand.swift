@@ -29,12 +29,12 @@ extension GlobalOptions {
     /// The manifest that declares the app's permissions: its newest cached version's, else the latest
     /// version's metadata from the platform (unless offline), else none.
     func declaredManifest(appId: String, _ configuration: MiniAppConfiguration) async throws -> BundleManifest {
-        let cache = BundleCache(root: configuration.cacheDirectory, namespace: configuration.cacheNamespace)
-        if let (view, record) = cache.lookup(appId: appId) {
-            return try view.manifest(of: record, language: configuration.language)
-        }
-        guard !configuration.offline, configuration.platform != nil else { return BundleManifest() }
-        return try await withPlatform(configuration) { platform in
+        try await withRuntime(configuration) { runtime in
+            if let (view, record) = runtime.cache.lookup(appId: appId) {
+                return try view.manifest(of: record, language: configuration.language)
+            }
+            guard !configuration.offline, configuration.platform != nil else { return BundleManifest() }
+            let platform = try runtime.platform()
             let latest = try await platform.latestVersion(ofApp: appId)
             return try await platform.metadata(appId: appId, versionId: latest.version.versionId, language: configuration.language)
         }
@@ -159,9 +159,12 @@ struct PermissionsListCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.configuration(reading: .permissions)
-        let stored = try await options.withPermissionStore(configuration) { try await $0.appsWithDecisions() }
-        var ids = Set(stored.keys)
-        for cache in options.caches(configuration) { ids.formUnion(cache.records().map(\.id)) }
+        let (stored, ids) = try await options.withRuntime(configuration) { runtime in
+            let stored = try await runtime.permissionStore().appsWithDecisions()
+            var ids = Set(stored.keys)
+            for cache in runtime.caches { ids.formUnion(cache.records().map(\.id)) }
+            return (stored, ids)
+        }
         let entries = ids.sorted().map { Entry(id: $0, permissions: stored[$0] ?? []) }
         if options.json {
             try Console.json(entries)

@@ -273,14 +273,22 @@ struct ServeCommand: AsyncParsableCommand {
         if !quiet {
             log = { line in Console.standardError(line) }
         }
+        // The server's own executor: `serve` runs no mini-app, so it needs no runtime.
+        let executor = BlockingExecutor()
         let server = RegistryServer(
-            registry: Registry(root: KeyFiles.absolute(registry)), host: host, port: port,
+            registry: Registry(root: KeyFiles.absolute(registry)), executor: executor, host: host, port: port,
             projectId: projectId, subscriptionKey: subscriptionKey, publicURL: parsedPublicURL,
             limits: ServerLimits(idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: connectionLimit, shutdownGrace: .milliseconds(Int64(shutdownGrace * 1000)), sendTimeout: .milliseconds(Int64(sendTimeout * 1000))),
             requestLog: log
         )
-        try await server.run { (url: URL) async in
-            Console.output("listening on \(url.absoluteString)")
+        do {
+            try await server.run { (url: URL) async in
+                Console.output("listening on \(url.absoluteString)")
+            }
+        } catch {
+            await executor.shutdown()
+            throw error
         }
+        await executor.shutdown()
     }
 }

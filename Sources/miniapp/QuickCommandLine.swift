@@ -1,4 +1,5 @@
 import ArgumentParser
+import MiniAppCore
 
 /// The command lines scripts run most (`download <app-id>` with or without `--version`, and `list`),
 /// read without ArgumentParser, whose first use cost a cache hit about 3 of its 19 ms: it reflects on
@@ -18,18 +19,20 @@ enum QuickCommandLine {
         case download(AppTarget, force: Bool, CommandSettings)
         case list(CommandSettings)
 
-        func run() async throws {
+        /// Runs the command with `executor`, which its runtime takes over.
+        func run(executor: BlockingExecutor) async throws {
             switch self {
-            case .download(let target, let force, let settings): try await DownloadCommand.download(target, force: force, options: settings)
-            case .list(let settings): try await ListCommand.list(options: settings)
+            case .download(let target, let force, let settings): try await DownloadCommand.download(target, force: force, options: settings, executor: executor)
+            case .list(let settings): try await ListCommand.list(options: settings, executor: executor)
             }
         }
 
         /// Answers the command on the calling thread before any other thread starts, when it can: a
-        /// download of a given version that the cache holds intact. `false` when ``run()`` must answer it.
-        func runFromCacheNow() throws -> Bool {
+        /// download of a given version that the cache holds intact, without starting `executor`. `false`
+        /// when ``run(executor:)`` must answer it.
+        func runFromCacheNow(executor: BlockingExecutor) throws -> Bool {
             guard case .download(let target, force: false, let settings) = self,
-                  let outcome = DownloadCommand.cachedOutcomeNow(target, options: settings)
+                  let outcome = DownloadCommand.cachedOutcomeNow(target, options: settings, executor: executor)
             else { return false }
             try settings.render(outcome, verb: "downloaded")
             return true

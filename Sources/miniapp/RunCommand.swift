@@ -46,7 +46,9 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         let profile = try hostProfile.map(Self.readProfile) ?? HostProfile()
         let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .all), options: options)
-        try await options.withInstaller(configuration, needsPlatform: true) { installer in
+        try await options.withRuntime(configuration) { runtime in
+            if !configuration.offline, configuration.platform == nil { throw ConfigurationError.missingPlatform }
+            let installer = try runtime.installer()
             let record: InstallRecord
             do {
                 let outcome = try await installer.load(appId: appId, versionId: versionId, progress: options.progressBar(for: appId))
@@ -60,23 +62,22 @@ struct RunCommand: AsyncParsableCommand {
                 record = cached
             }
             // Only once the app is installed: a refused run leaves the cache and the store as they were.
-            let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory)
-            try await options.withPermissionStore(configuration) { store in
-                let host = BrowserHost(
-                    installer: installer, store: store, profile: profile, environment: profile.environment(BridgeEnvironment(secureStorageLimit: secureStorageLimit)),
-                    identity: identity, port: port, logger: options.logger
-                )
-                let json = options.json, quiet = options.quiet, open = self.open
-                try await host.run([record]) { url in
-                    let origin = "http://\(BrowserHost.label(of: record.id)).localhost:\(url.port ?? 0)"
-                    if json {
-                        try? Console.json(RunDocument(url: url.absoluteString, id: record.id, versionId: record.versionId, origin: origin))
-                    } else {
-                        Console.output(url.absoluteString)
-                        if !quiet { Console.standardError("running \(record.id) \(record.versionId) at \(origin); the host page is \(url.absoluteString) (Ctrl-C stops)") }
-                    }
-                    if open { Self.openInBrowser(url, quiet: quiet) }
+            let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory, executor: runtime.executor)
+            let store = try await runtime.permissionStore()
+            let host = BrowserHost(
+                installer: installer, store: store, profile: profile, environment: profile.environment(BridgeEnvironment(secureStorageLimit: secureStorageLimit)),
+                identity: identity, port: port, logger: options.logger
+            )
+            let json = options.json, quiet = options.quiet, open = self.open
+            try await host.run([record]) { url in
+                let origin = "http://\(BrowserHost.label(of: record.id)).localhost:\(url.port ?? 0)"
+                if json {
+                    try? Console.json(RunDocument(url: url.absoluteString, id: record.id, versionId: record.versionId, origin: origin))
+                } else {
+                    Console.output(url.absoluteString)
+                    if !quiet { Console.standardError("running \(record.id) \(record.versionId) at \(origin); the host page is \(url.absoluteString) (Ctrl-C stops)") }
                 }
+                if open { Self.openInBrowser(url, quiet: quiet) }
             }
         }
     }

@@ -93,7 +93,7 @@ import Testing
         try await store.set(appId: "app", [KnownPermission.userName.rawValue: .allowed])
         let capability = try await dispatcher.grant()
         // Another process (the command line) revokes through its own store handle.
-        let other = try await PermissionStore.open(.cache(cache))
+        let other = try await PermissionStore.open(.cache(cache), executor: testExecutor)
         try await other.set(appId: "app", [KnownPermission.userName.rawValue: .denied])
         try await Task.sleep(for: BridgeDispatcher.gateRecheck + .milliseconds(200))
         #expect(isRefused(await outcome(dispatcher, capability, "getUserName")))

@@ -154,7 +154,7 @@ import Testing
     }
 
     @Test func hostsAddActionsAndSendEvents() async throws {
-        let store = try await PermissionStore.open(.cache(cache))
+        let store = try await PermissionStore.open(.cache(cache), executor: testExecutor)
         let dispatcher = BridgeDispatcher(
             appId: "app", manifest: manifest, store: store, services: Host(answer: .denied), identity: BridgeIdentity(secret: Array(repeating: 7, count: 32)),
             customActions: [

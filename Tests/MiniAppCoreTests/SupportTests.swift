@@ -112,10 +112,10 @@ struct SystemSupportTests {
         guard case .unreadable(EISDIR) = FileReading.read(folder) else { Issue.record("a folder is not .unreadable"); return }
     }
 
-    @Test func workerThreadsRunEveryPartOnceAndConcurrently() {
+    @Test func forkJoinRunsEveryPartOnceAndConcurrently() {
         let runs = Mutex<[Int]>([])
         let started = Atomic<Int>(0)
-        WorkerThreads.run(3, name: "miniapp.test") { part in
+        BlockingExecutor.forkJoin(3, name: "miniapp.test") { part in
             started.add(1, ordering: .relaxed)
             // Every part waits until all have started: this returns only if they run at the same time.
             while started.load(ordering: .relaxed) < 3 { sched_yield() }
@@ -123,8 +123,40 @@ struct SystemSupportTests {
         }
         #expect(runs.withLock { $0.sorted() } == [0, 1, 2])
         let single = Mutex<[Int]>([])
-        WorkerThreads.run(0, name: "miniapp.test") { part in single.withLock { $0.append(part) } }
+        BlockingExecutor.forkJoin(0, name: "miniapp.test") { part in single.withLock { $0.append(part) } }
         #expect(single.withLock { $0 } == [0])
+    }
+
+    @Test func theExecutorRunsWorkOnItsPoolUntilItIsShutDown() async throws {
+        let executor = BlockingExecutor(poolThreads: 2)
+        #expect(try await executor.run { 6 * 7 } == 42)
+        #expect(try await executor.runToCompletion { "done" } == "done")
+        await executor.shutdown()
+        await #expect(throws: (any Error).self) { try await executor.run { 1 } }
+        await executor.shutdown()
+        // An executor shut down before any use never starts a pool, and refuses work too.
+        let unused = BlockingExecutor()
+        await unused.shutdown()
+        await #expect(throws: (any Error).self) { try await unused.run { 1 } }
+    }
+
+    @Test func theExecutorRunsNoMoreThreadsOfTheirOwnThanItsBound() async throws {
+        let executor = BlockingExecutor(poolThreads: 1, maxOwnThreads: 2)
+        let release = Mutex(false)
+        let running = Atomic<Int>(0)
+        let hold: @Sendable () -> Void = {
+            running.add(1, ordering: .relaxed)
+            while !release.withLock({ $0 }) { sched_yield() }
+            running.subtract(1, ordering: .relaxed)
+        }
+        #expect(executor.startThread(name: "miniapp.test", hold))
+        #expect(executor.startThread(name: "miniapp.test", hold))
+        #expect(!executor.startThread(name: "miniapp.test", hold), "a third thread of its own started past the bound of 2")
+        release.withLock { $0 = true }
+        while running.load(ordering: .relaxed) > 0 { sched_yield() }
+        // Past the bound, a call that needs its own thread runs on the pool instead.
+        #expect(try await executor.runOnOwnThread(name: "miniapp.test") { 5 } == 5)
+        await executor.shutdown()
     }
 
     @Test func theEnvironmentIsReadAsFoundationReadsIt() {

@@ -51,7 +51,7 @@ func withInstaller<Result: Sendable>(
     _ configuration: MiniAppConfiguration, logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
     connections: PlatformConnections = .pooled, _ body: (BundleInstaller) async throws -> Result
 ) async throws -> Result {
-    let platform = configuration.offline ? nil : try PlatformClient(configuration: configuration, connections: connections)
+    let platform = configuration.offline ? nil : try PlatformClient(configuration: configuration, executor: directTestExecutor, connections: connections)
     defer { _ = platform }
     do {
         let result = try await withInstaller(configuration, platform: platform, logger: logger, body)
@@ -70,7 +70,7 @@ func withInstaller<Result: Sendable>(
 ) async throws -> Result {
     var elsewhere = configuration
     elsewhere.platform = .remote(URL(string: "http://127.0.0.1:\(port)/")!)
-    let platform = try PlatformClient(configuration: elsewhere)
+    let platform = try PlatformClient(configuration: elsewhere, executor: testExecutor)
     do {
         let result = try await withInstaller(configuration, platform: platform, body)
         try await platform.shutdown()
@@ -86,7 +86,7 @@ func withInstaller<Result: Sendable>(
     _ configuration: MiniAppConfiguration, platform: PlatformClient?, logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
     _ body: (BundleInstaller) async throws -> Result
 ) async throws -> Result {
-    let installer = try BundleInstaller(configuration: configuration, platform: platform, logger: logger)
+    let installer = try BundleInstaller(configuration: configuration, platform: platform, executor: testExecutor, logger: logger)
     defer { _ = installer }
     do {
         let result = try await body(installer)
@@ -104,7 +104,7 @@ func withInstaller<Result: Sendable>(
     init() async throws {
         cache = try TemporaryDirectory.make().path
         // The hello bundle requires USER_NAME: allowed here so that load's launch gate opens.
-        try await PermissionStore.open(cacheDirectory: cache).set(appId: "app-hello", ["USER_NAME": .allowed])
+        try await PermissionStore.open(cacheDirectory: cache, executor: testExecutor).set(appId: "app-hello", ["USER_NAME": .allowed])
     }
 
     @Test func downloadsVerifiesUnpacksAndCaches() async throws {
@@ -144,7 +144,7 @@ func withInstaller<Result: Sendable>(
             #expect(server.requests.filter { $0.path == platform.zipPath }.count == 2, "the reinstall got as far as downloading")
             #expect(CacheTree(cache) == before, "the old version is back as it was, and nothing is left over")
             #expect(try Data(contentsOf: URL(fileURLWithPath: recordPath)) == recordBefore)
-            let view = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            let view = BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor)
             #expect(view.check(try #require(view.record(appId: "app-hello", versionId: "ver-1")), thorough: true).intact)
         }
     }
@@ -180,13 +180,13 @@ func withInstaller<Result: Sendable>(
             try await withInstaller(configuration) { installer in
                 // Without an installer, as the command line asks: the same copy.
                 let asked = try #require(BundleInstaller.reuseIntactCopyNow(
-                    configuration: configuration, threadPool: NIOThreadPool(numberOfThreads: 1), logger: Logger(label: "test"), appId: "app-hello", versionId: "ver-1"
+                    configuration: configuration, executor: BlockingExecutor(), logger: Logger(label: "test"), appId: "app-hello", versionId: "ver-1"
                 ))
                 #expect(asked.record.path == installed.record.path && asked.record.source == .cache && asked.notes == installed.notes)
                 var pinned = configuration
                 pinned.trustedKeys = ["not a key"]
                 #expect(BundleInstaller.reuseIntactCopyNow(
-                    configuration: pinned, threadPool: NIOThreadPool(numberOfThreads: 1), logger: Logger(label: "test"), appId: "app-hello", versionId: "ver-1"
+                    configuration: pinned, executor: BlockingExecutor(), logger: Logger(label: "test"), appId: "app-hello", versionId: "ver-1"
                 ) == nil, "trusted keys are left to an installer to read, and to refuse")
                 let now = try #require(installer.reuseIntactCopyNow(appId: "app-hello", versionId: "ver-1"))
                 let later = try await installer.download(appId: "app-hello", versionId: "ver-1")
@@ -440,7 +440,7 @@ func withInstaller<Result: Sendable>(
             }
             let outcome = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-3") }
             #expect(outcome.notes.contains { $0.contains("pruned 1") })
-            let view = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            let view = BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor)
             #expect(Set(view.records().map(\.versionId)) == ["ver-2", "ver-3"])
             configuration.retention.automatic = false
             _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-1") }
@@ -510,7 +510,7 @@ func withInstaller<Result: Sendable>(
             try "tampered".write(toFile: record.path + "/js/app.js", atomically: false, encoding: .utf8)
             try FileManager.default.removeItem(atPath: record.path + "/css/app.css")
             try "new".write(toFile: record.path + "/added.js", atomically: false, encoding: .utf8)
-            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor)
             #expect(cacheView.check(record, thorough: true).problems == ["added: added.js", "changed: js/app.js", "missing: css/app.css"])
             #expect(cacheView.check(record).problems == ["added: added.js", "changed: js/app.js", "missing: css/app.css"])
             try FileManager.default.createDirectory(atPath: record.path + "/js/new", withIntermediateDirectories: false)
@@ -546,7 +546,7 @@ func withInstaller<Result: Sendable>(
             let configuration = makeConfiguration(server, cache: cache)
             let installed = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }.record
             let boot = try #require(Durability.currentBoot)
-            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor)
             let version = cacheView.versionDirectory(appId: "app-hello", versionId: "ver-1")
             #expect(cacheView.record(appId: "app-hello", versionId: "ver-1")?.unsyncedBoot == boot)
             #expect(!String(decoding: try JSONEncoder().encode(installed), as: UTF8.self).contains("unsyncedBoot"), "it stays in record.json")
@@ -597,7 +597,7 @@ func withInstaller<Result: Sendable>(
         let platform = try SignedPlatform(versions: [("ver-1", "1.0.0", BundleFactory.helloFiles), ("ver-2", "2.0.0", BundleFactory.helloFiles)])
         try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
             let configuration = makeConfiguration(server, cache: cache)
-            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor)
             let first = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-1") }.record
             try editStoredRecord(cacheView, appId: "app-hello", versionId: "ver-1") { $0["unsyncedBoot"] = "00000000-0000-4000-8000-000000000000" }
             func inode(_ path: String) -> ino_t {
@@ -624,7 +624,7 @@ func withInstaller<Result: Sendable>(
         try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
             let configuration = makeConfiguration(server, cache: cache)
             let record = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }.record
-            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor)
             #expect(cacheView.check(record).intact)
             try "module 9".write(toFile: record.path + "/lib/d1/m1.js", atomically: false, encoding: .utf8)   // same size, new bytes
             try "longer than before".write(toFile: record.path + "/lib/d2/m2.js", atomically: false, encoding: .utf8)
@@ -680,7 +680,7 @@ func withInstaller<Result: Sendable>(
             _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: "ver-1") }
             let newest = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }.record
             #expect(newest.versionId == "ver-2")
-            let view = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            let view = BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor)
             switch damage {
             case .fileChanged:
                 chmod(newest.path + "/js/app.js", 0o644)
@@ -755,7 +755,7 @@ func withInstaller<Result: Sendable>(
                 _ = try await withInstaller(configuration) { try await $0.download(appId: "app-hello", versionId: version) }
             }
             _ = try await withInstaller(configuration) { try await $0.load(appId: "app-hello", versionId: "ver-1") }
-            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+            let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor)
             let pruned = try await cacheView.prune(keep: 2, maxBytes: nil)
             #expect(pruned.map(\.versionId) == ["ver-2"])
             #expect(Set(cacheView.records().map(\.versionId)) == ["ver-1", "ver-3"])
@@ -773,7 +773,7 @@ func withInstaller<Result: Sendable>(
         let zip = try TemporaryDirectory.make().appendingPathComponent("b.zip").path
         try Data(signed.zip).write(to: URL(fileURLWithPath: zip))
         let configuration = MiniAppConfiguration(cacheDirectory: cache)
-        let installer = try BundleInstaller(configuration: configuration, platform: nil)
+        let installer = try BundleInstaller(configuration: configuration, platform: nil, executor: testExecutor)
         let outcome = try await installer.install(bundleAt: zip, appId: "app-local", versionId: "v-local", versionTag: "9", signature: signed.signature, publicKey: key.publicKey)
         #expect(outcome.record.source == .bundle)
         #expect(outcome.record.signature == .verified)
@@ -823,7 +823,7 @@ func withInstaller<Result: Sendable>(
         try Data(signed.zip).write(to: URL(fileURLWithPath: zip))
         let configuration = MiniAppConfiguration(platform: nil, projectId: nil, cacheDirectory: cache)
         let before = CacheSnapshot(cache)
-        let installer = try BundleInstaller(configuration: configuration, platform: nil)
+        let installer = try BundleInstaller(configuration: configuration, platform: nil, executor: testExecutor)
         let install = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await installer.install(bundleAt: zip, appId: "app-local", versionId: "v-1", signature: signed.signature, publicKey: key.publicKey)
@@ -838,13 +838,13 @@ func withInstaller<Result: Sendable>(
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
         try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
             let configuration = makeConfiguration(server, cache: cache)
-            let platformClient = try PlatformClient(configuration: configuration, httpClient: client)
-            let installer = try BundleInstaller(configuration: configuration, platform: platformClient, httpClient: client)
+            let platformClient = try PlatformClient(configuration: configuration, httpClient: client, executor: testExecutor)
+            let installer = try BundleInstaller(configuration: configuration, platform: platformClient, httpClient: client, executor: testExecutor)
             let first = try await installer.download(appId: "app-hello")
             await installer.shutdown()
             try await platformClient.shutdown()
             // Still the host's: it was not shut down with the installer and the platform client.
-            let again = try BundleInstaller(configuration: configuration, platform: PlatformClient(configuration: configuration, httpClient: client), httpClient: client)
+            let again = try BundleInstaller(configuration: configuration, platform: PlatformClient(configuration: configuration, httpClient: client, executor: testExecutor), httpClient: client, executor: testExecutor)
             let second = try await again.download(appId: "app-hello", force: true)
             await again.shutdown()
             #expect(first.record.signature == .verified && second.record.versionId == first.record.versionId)
@@ -856,13 +856,13 @@ func withInstaller<Result: Sendable>(
     @Test func anInstallerMadeFromTheConfigurationAloneOpensAndClosesItsPlatform() async throws {
         let platform = try SignedPlatform()
         try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
-            let installer = try BundleInstaller(configuration: makeConfiguration(server, cache: cache))
+            let installer = try BundleInstaller(configuration: makeConfiguration(server, cache: cache), executor: testExecutor)
             #expect(installer.platform is PlatformClient)
             let outcome = try await installer.download(appId: "app-hello")
             #expect(outcome.record.signature == .verified)
             await installer.shutdown()
         }
-        let offline = try BundleInstaller(configuration: MiniAppConfiguration(platform: nil, projectId: nil, cacheDirectory: cache))
+        let offline = try BundleInstaller(configuration: MiniAppConfiguration(platform: nil, projectId: nil, cacheDirectory: cache), executor: testExecutor)
         #expect(offline.platform == nil)
         await offline.shutdown()
     }
@@ -885,7 +885,7 @@ func withInstaller<Result: Sendable>(
     @Test func killedInstallLeftoversAreSweptByTheNextRun() async throws {
         let platform = try SignedPlatform()
         let configuration = MiniAppConfiguration(platform: .remote(URL(string: "http://127.0.0.1:9/")!), projectId: "proj-1", cacheDirectory: cache)
-        let view = BundleCache(root: cache, namespace: configuration.cacheNamespace)
+        let view = BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor)
         try view.prepare()
         // What a process killed at various points leaves: a scratch folder, a version folder without record, a half-emptied trash entry.
         try FileManager.default.createDirectory(atPath: view.scratchDirectory(appId: "app-hello", versionId: "ver-1") + "/stage/bundle", withIntermediateDirectories: true)
@@ -922,7 +922,7 @@ func withInstaller<Result: Sendable>(
             let outcome = try await withInstaller(makeConfiguration(server, cache: cache, policy: .advisory)) { try await $0.download(appId: "app-old") }
             #expect(outcome.record.signature == .unverified)
             #expect(try String(contentsOfFile: outcome.record.path + "/js/app.js", encoding: .utf8) == "go()")
-            let view = BundleCache(root: cache, namespace: makeConfiguration(server, cache: cache).cacheNamespace)
+            let view = BundleCache(root: cache, namespace: makeConfiguration(server, cache: cache).cacheNamespace, executor: testExecutor)
             #expect(view.check(outcome.record, thorough: true).intact)
         }
     }
@@ -967,8 +967,8 @@ func withInstaller<Result: Sendable>(
             _ = try await publisher.publish(PublishRequest(source: folder, appId: "app-\(index)", versionTag: "1.0", key: key))
         }
         let configuration = MiniAppConfiguration(platform: .registry(path: root + "/registry"), cacheDirectory: root + "/cache")
-        let platform = try Platforms.open(configuration)
-        let installer = try BundleInstaller(configuration: configuration, platform: platform)
+        let platform = try Platforms.open(configuration, executor: testExecutor)
+        let installer = try BundleInstaller(configuration: configuration, platform: platform, executor: testExecutor)
         let ids = ["app-0", "app-1", "missing-app", "app-2", "app-3", "app-4"]
         let results = await installer.download(appIds: ids, maxConcurrent: 3)
         await installer.shutdown()

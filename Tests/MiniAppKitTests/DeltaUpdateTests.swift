@@ -43,9 +43,9 @@ import Testing
             platform.published.withLockedValue { $0 = true }
             var configuration = makeConfiguration(server, cache: cache)
             configure(&configuration)
-            try before(BundleCache(root: cache, namespace: configuration.cacheNamespace), v1.record)
+            try before(BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor), v1.record)
             let record = try await withInstaller(configuration, logger: logger) { try await $0.download(appId: "app-hello") }.record
-            try await then(platform, server, record, BundleCache(root: cache, namespace: configuration.cacheNamespace))
+            try await then(platform, server, record, BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor))
             return record
         }
         #expect(record.versionId == "ver-2")
@@ -96,7 +96,7 @@ import Testing
         // What was learnt is kept for the next process: it asks that server for one range at a time.
         let remembered = try FileManager.default.contentsOfDirectory(atPath: cache + "/ranges")
         #expect(remembered.count == 1)
-        let later = RangeSupport(directory: cache + "/ranges", pool: BlockingPool(.singleton))
+        let later = RangeSupport(directory: cache + "/ranges", executor: testExecutor)
         let zip = try #require(base).appendingPathComponent("zips/ver-3.zip").absoluteString
         #expect(await later.multipart(zip) == false)
     }
@@ -146,7 +146,7 @@ import Testing
         // What was learnt is kept for the next process: it asks that server for one range at a time.
         let remembered = try FileManager.default.contentsOfDirectory(atPath: cache + "/ranges")
         #expect(remembered.count == 1)
-        let later = RangeSupport(directory: cache + "/ranges", pool: BlockingPool(.singleton))
+        let later = RangeSupport(directory: cache + "/ranges", executor: testExecutor)
         #expect(await later.multipart("http://127.0.0.1:1/zips/any.zip") == nil, "another origin is unknown")
         let zip = try #require(base).appendingPathComponent("zips/ver-3.zip").absoluteString
         #expect(await later.multipart(zip) == false)

@@ -6,7 +6,7 @@ import Testing
 @testable import MiniAppKit
 @testable import MiniAppCore
 
-/// A platform request on a connection of its own (``PlatformConnections/perRequest(threadPool:)``),
+/// A platform request on a connection of its own (``PlatformConnections/perRequest``),
 /// against a server whose bytes are written by hand.
 @Suite struct DirectHTTPTests {
     static let list = #"[{"id": "app-1", "version": {"versionId": "v-1"}}]"#
@@ -19,7 +19,7 @@ import Testing
         let server = RawHTTPServer(answer)
         let client = PlatformClient(
             baseURL: URL(string: "http://127.0.0.1:\(server.port)/\(path)")!, projectId: "p", subscriptionKey: key,
-            network: network, connections: .perRequest(threadPool: directTestPool))
+            network: network, executor: directTestExecutor, connections: .perRequest)
         let result: Result<[AppRecord], any Error>
         do {
             result = .success(try await client.listApps())
@@ -138,7 +138,7 @@ import Testing
     }
 
     @Test func aNameThatDoesNotResolveFailsAtOnce() async throws {
-        let client = PlatformClient(baseURL: URL(string: "http://no-such-host.invalid/")!, projectId: "p", network: fastNetwork, connections: .perRequest(threadPool: directTestPool))
+        let client = PlatformClient(baseURL: URL(string: "http://no-such-host.invalid/")!, projectId: "p", network: fastNetwork, executor: directTestExecutor, connections: .perRequest)
         let error = await #expect(throws: PlatformError.self) { try await client.listApps() }
         try await client.shutdown()
         guard case .unreachable(_, let reason, let attempts)? = error else {
@@ -151,7 +151,7 @@ import Testing
 
     @Test func localhostReachesAServerOnTheIPv4LoopbackOnly() async throws {
         let server = RawHTTPServer { _ in .init(Self.head("HTTP/1.1 200 OK", "Content-Length: \(Self.list.utf8.count)") + Self.list) }
-        let client = PlatformClient(baseURL: URL(string: "http://localhost:\(server.port)")!, projectId: "p", network: fastNetwork, connections: .perRequest(threadPool: directTestPool))
+        let client = PlatformClient(baseURL: URL(string: "http://localhost:\(server.port)")!, projectId: "p", network: fastNetwork, executor: directTestExecutor, connections: .perRequest)
         let apps = try await client.listApps()
         try await client.shutdown()
         server.stop()
@@ -165,7 +165,7 @@ import Testing
         var network = fastNetwork
         network.readTimeout = .seconds(600)
         network.connectTimeout = .seconds(600)
-        let client = PlatformClient(baseURL: server.baseURL, projectId: "p", network: network, connections: .perRequest(threadPool: directTestPool))
+        let client = PlatformClient(baseURL: server.baseURL, projectId: "p", network: network, executor: directTestExecutor, connections: .perRequest)
         let task = Task { try await client.listApps() }
         while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         task.cancel()
@@ -188,13 +188,13 @@ import Testing
     }
 
     @Test func anHTTPSPlatformIsLeftToAsyncHTTPClient() {
-        let secure = PlatformClient(baseURL: URL(string: "https://platform.example/")!, projectId: "p", connections: .perRequest(threadPool: directTestPool))
-        let plain = PlatformClient(baseURL: URL(string: "http://platform.example:8080/base")!, projectId: "p", connections: .perRequest(threadPool: directTestPool))
-        let pooled = PlatformClient(baseURL: URL(string: "http://platform.example/")!, projectId: "p")
+        let secure = PlatformClient(baseURL: URL(string: "https://platform.example/")!, projectId: "p", executor: directTestExecutor, connections: .perRequest)
+        let plain = PlatformClient(baseURL: URL(string: "http://platform.example:8080/base")!, projectId: "p", executor: directTestExecutor, connections: .perRequest)
+        let pooled = PlatformClient(baseURL: URL(string: "http://platform.example/")!, projectId: "p", executor: testExecutor)
         #expect(secure.direct == nil)
         #expect(pooled.direct == nil)
-        #expect(plain.direct?.endpoint.hostHeader == "platform.example:8080")
-        #expect(plain.direct?.endpoint.basePath == "/base/")
+        #expect(plain.direct?.hostHeader == "platform.example:8080")
+        #expect(plain.direct?.basePath == "/base/")
         #expect(DirectEndpoint(baseURL: URL(string: "http://[::1]:9/")!)?.hostHeader == "[::1]:9")
         #expect(DirectEndpoint(baseURL: URL(string: "http://[::1]:9/")!)?.host == "::1")
         #expect(DirectEndpoint(baseURL: URL(string: "http://user:pass@platform.example/")!) == nil)

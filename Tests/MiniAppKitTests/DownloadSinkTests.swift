@@ -22,7 +22,7 @@ struct DownloadSinkTests {
     @Test(arguments: [false, true])
     func writesAndHashesInOrderAcrossARestart(blocking: Bool) async throws {
         let path = try TemporaryDirectory.make().path + "/bundle.zip"
-        let sink = try DownloadSink(path: path)
+        let sink = try DownloadSink(path: path, executor: testExecutor)
         let allocator = ByteBufferAllocator()
         // Chunk n holds bytes (i + 31 n) mod 256: slices of one pattern, copied whole (a debug build
         // makes byte-by-byte loops slow, and they would run on the pool every test shares).
@@ -50,7 +50,7 @@ struct DownloadSinkTests {
 
     @Test(arguments: [false, true])
     func aFailedWriteIsReportedAsADiskError(blocking: Bool) async throws {
-        let sink = try DownloadSink(path: "/dev/full")
+        let sink = try DownloadSink(path: "/dev/full", executor: testExecutor)
         let chunk = ByteBufferAllocator().buffer(repeating: 7, count: 1 << 20)
         var failure: DownloadError?
         do {

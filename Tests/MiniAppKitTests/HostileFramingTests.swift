@@ -24,7 +24,7 @@ import Testing
         defer { server.stop() }
         var network = fastNetwork
         network.retry.maxAttempts = 2
-        let client = PlatformClient(baseURL: server.baseURL, projectId: "p", network: network, connections: transport.connections)
+        let client = PlatformClient(baseURL: server.baseURL, projectId: "p", network: network, executor: testExecutor, connections: transport.connections)
         let result: Result<[AppRecord], any Error>
         do {
             result = .success(try await client.listApps())

@@ -40,13 +40,9 @@ let sampleFixture = PlatformFixture(
     previewCodes: ["tok-1": "app-hello"]
 )
 
-/// The thread pool of the tests' requests on connections of their own: not the shared one, which the
+/// The executor of the tests' requests on connections of their own: not the shared one, which the
 /// whole suite's installs and stores use at the same time (a request holds a thread while it waits).
-let directTestPool: NIOThreadPool = {
-    let pool = NIOThreadPool(numberOfThreads: 4)
-    pool.start()
-    return pool
-}()
+let directTestExecutor = BlockingExecutor(poolThreads: 4)
 
 /// The two ways a client reaches its platform; tests of the transport run over both.
 enum Transport: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -55,7 +51,7 @@ enum Transport: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var connections: PlatformConnections {
         switch self {
         case .pooled: .pooled
-        case .perRequest: .perRequest(threadPool: directTestPool)
+        case .perRequest: .perRequest
         }
     }
 
@@ -66,7 +62,7 @@ func withClient<Result: Sendable>(
     _ server: TestHTTPServer, transport: Transport = .pooled, projectId: String = "proj-1", key: String? = nil, preview: Bool = false,
     network: NetworkSettings = fastNetwork, _ body: (PlatformClient) async throws -> Result
 ) async throws -> Result {
-    let client = PlatformClient(baseURL: server.baseURL, projectId: projectId, subscriptionKey: key, preview: preview, network: network, connections: transport.connections)
+    let client = PlatformClient(baseURL: server.baseURL, projectId: projectId, subscriptionKey: key, preview: preview, network: network, executor: testExecutor, connections: transport.connections)
     do {
         let result = try await body(client)
         try await client.shutdown()
@@ -342,7 +338,7 @@ final class Counter: Sendable {
         // transport would then skip its probe and wait out the connect timeout (a loaded full run saw
         // a timeout, retried, instead of the refusal).
         LazyHTTPClient.forget("127.0.0.1:\(closed.port)")
-        let client = PlatformClient(baseURL: URL(string: "http://127.0.0.1:\(closed.port)/")!, projectId: "p", network: fastNetwork, connections: transport.connections)
+        let client = PlatformClient(baseURL: URL(string: "http://127.0.0.1:\(closed.port)/")!, projectId: "p", network: fastNetwork, executor: testExecutor, connections: transport.connections)
         let error = await #expect(throws: PlatformError.self) { try await client.listApps() }
         try await client.shutdown()
         #expect(error?.category == .unavailable)

@@ -16,7 +16,7 @@ import Testing
     /// A new, empty store of `backend`: the SQLite file in this test's cache, or a new database of the
     /// test process's PostgreSQL cluster.
     func makeStore(_ backend: StoreBackend) async throws -> PermissionStore {
-        try await PermissionStore.open(try await location(backend), timeouts: Self.patient)
+        try await PermissionStore.open(try await location(backend), executor: testExecutor, timeouts: Self.patient)
     }
 
     /// Timeouts for a test process that runs hundreds of tests at once on two cores, where an answer
@@ -48,11 +48,11 @@ import Testing
     func grantsOpenTheGateAndSurviveReopening(backend: StoreBackend) async throws {
         let location = try await location(backend)
         do {
-            let store = try await PermissionStore.open(location, timeouts: Self.patient)
+            let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: Self.patient)
             try await store.set(appId: "app", ["USER_NAME": .allowed, "com.example.CUSTOM": .allowed, "LOCATION": .denied])
             await store.close()
         }
-        let reopened = try await PermissionStore.open(location, timeouts: Self.patient)
+        let reopened = try await PermissionStore.open(location, executor: testExecutor, timeouts: Self.patient)
         defer { Task { await reopened.close() } }
         #expect(try await reopened.launchDecision(appId: "app", manifest: manifest).allowed)
         #expect(try await reopened.isAllowed(appId: "app", permission: "USER_NAME"))
@@ -126,7 +126,7 @@ import Testing
         let path = cache + "/permissions.sqlite"
         let garbage = Data(repeating: 0x42, count: 8192)
         try garbage.write(to: URL(fileURLWithPath: path))
-        let error = await #expect(throws: PermissionStoreError.self) { try await PermissionStore.open(cacheDirectory: cache) }
+        let error = await #expect(throws: PermissionStoreError.self) { try await PermissionStore.open(cacheDirectory: cache, executor: testExecutor) }
         #expect(error?.category == .badData)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage, "never silently reset")
     }
@@ -140,7 +140,7 @@ import Testing
         try await withThrowingTaskGroup(of: Void.self) { group in
             for name in names {
                 group.addTask {
-                    let store = try await PermissionStore.open(location, timeouts: Self.patient)
+                    let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: Self.patient)
                     for round in 0..<10 { try await store.set(appId: "app", [name: round % 2 == 0 ? .allowed : .denied]) }
                     try await store.set(appId: "app", [name: .allowed])
                     await store.close()
@@ -148,7 +148,7 @@ import Testing
             }
             try await group.waitForAll()
         }
-        let store = try await PermissionStore.open(location, timeouts: Self.patient)
+        let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: Self.patient)
         let stored = try await store.stored(appId: "app")
         #expect(stored.count == names.count && stored.allSatisfy { $0.status == .allowed })
         // The history is the current state's: 11 changes per permission, each from the one before.
@@ -172,7 +172,7 @@ import Testing
         try await withThrowingTaskGroup(of: Void.self) { group in
             for writer in 0..<8 {
                 group.addTask {
-                    let store = try await PermissionStore.open(location, timeouts: Self.patient)
+                    let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: Self.patient)
                     for round in 0..<12 {
                         if writer == 0, round == 6 {
                             try await store.reset(appId: "app")
@@ -185,7 +185,7 @@ import Testing
             }
             try await group.waitForAll()
         }
-        let store = try await PermissionStore.open(location, timeouts: Self.patient)
+        let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: Self.patient)
         let history = try await store.history(appId: "app")
         #expect(history.count > 8)
         #expect(history.first?.from == nil)

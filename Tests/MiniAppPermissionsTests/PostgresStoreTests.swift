@@ -30,7 +30,7 @@ import Testing
         defer { withExtendedLifetime(closed) {} }
         let port = closed.port
         let error = await #expect(throws: PermissionStoreError.self) {
-            try await PermissionStore.open(try PermissionStoreLocation.parse("postgres://u:topsecret@127.0.0.1:\(port)/d?sslmode=disable"), timeouts: PermissionStoreTests.patient)
+            try await PermissionStore.open(try PermissionStoreLocation.parse("postgres://u:topsecret@127.0.0.1:\(port)/d?sslmode=disable"), executor: testExecutor, timeouts: PermissionStoreTests.patient)
         }
         #expect(error?.category == .unavailable)
         #expect(error.map { "\($0)" }?.contains("connection refused") == true, "refused at once, not waited for: \(String(describing: error))")
@@ -42,7 +42,7 @@ import Testing
         let silent = LoopbackPort(listening: true)
         let error = await #expect(throws: PermissionStoreError.self) {
             try await PermissionStore.open(
-                try PermissionStoreLocation.parse("postgres://u@127.0.0.1:\(silent.port)/d?sslmode=disable"),
+                try PermissionStoreLocation.parse("postgres://u@127.0.0.1:\(silent.port)/d?sslmode=disable"), executor: testExecutor,
                 timeouts: PermissionStoreTimeouts(connect: .milliseconds(700), statement: .milliseconds(700))
             )
         }
@@ -54,17 +54,17 @@ import Testing
     @Test func wrongCredentialsAreRefusedWithoutShowingThePassword() async throws {
         let cluster = try await PostgresCluster.shared()
         let database = try await cluster.createDatabase()
-        let good = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.tcpURL(database, password: cluster.password)), timeouts: PermissionStoreTests.patient)
+        let good = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.tcpURL(database, password: cluster.password)), executor: testExecutor, timeouts: PermissionStoreTests.patient)
         try await good.set(appId: "app", ["USER_NAME": .allowed])
         await good.close()
         for url in [cluster.tcpURL(database, password: "wrong-horse"), cluster.tcpURL(database, password: nil)] {
-            let error = await #expect(throws: PermissionStoreError.self) { try await PermissionStore.open(try PermissionStoreLocation.parse(url), timeouts: PermissionStoreTests.patient) }
+            let error = await #expect(throws: PermissionStoreError.self) { try await PermissionStore.open(try PermissionStoreLocation.parse(url), executor: testExecutor, timeouts: PermissionStoreTests.patient) }
             #expect(error?.category == .notAllowed, "\(String(describing: error))")
             #expect(error.map { "\($0)" }?.contains("wrong-horse") == false)
         }
         // PGPASSWORD stands in for a password the URL does not give.
         let fromEnvironment = try PermissionStoreLocation.parse(cluster.tcpURL(database, password: nil), environment: ["PGPASSWORD": cluster.password])
-        let store = try await PermissionStore.open(fromEnvironment, timeouts: PermissionStoreTests.patient)
+        let store = try await PermissionStore.open(fromEnvironment, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"))
         await store.close()
     }
@@ -76,7 +76,7 @@ import Testing
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<8 {
                 group.addTask {
-                    let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+                    let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
                     try await store.set(appId: "app-\(index)", ["USER_NAME": .allowed])
                     await store.close()
                 }
@@ -84,7 +84,7 @@ import Testing
             try await group.waitForAll()
         }
         #expect(try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4,5,6")
-        let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+        let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(try await store.appsWithDecisions().count == 8)
         await store.close()
     }
@@ -106,7 +106,7 @@ import Testing
             INSERT INTO miniapp_permission VALUES ('app', 'rakuten.miniapp.user.USER_NAME', 'ALLOWED', 1795341404.237);
             INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at) VALUES ('app', 'rakuten.miniapp.user.USER_NAME', NULL, 'ALLOWED', 1795341404.237);
             """, database: database)
-        let store = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database)), timeouts: PermissionStoreTests.patient)
+        let store = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database)), executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"))
         try await store.set(appId: "app", ["USER_NAME": .denied])
         #expect(try await store.history(appId: "app").map(\.to) == [.allowed, .denied])
@@ -128,7 +128,7 @@ import Testing
                 ('other', 'rakuten.miniapp.user.LOCATION', NULL, 'DENIED', 4102444000),
                 ('app', 'rakuten.miniapp.user.USER_NAME', 'DENIED', 'ALLOWED', 4102444700.3);
             """, database: database)
-        let store = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database)), timeouts: PermissionStoreTests.patient)
+        let store = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database)), executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(try await store.history(appId: "app").map(\.changedAt.timeIntervalSince1970) == [4102444700.5, 4102444700.5])
         #expect(try await store.history(appId: "other").map(\.changedAt.timeIntervalSince1970) == [4102444000])
         #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"), "decisions are kept")
@@ -147,13 +147,13 @@ import Testing
         let cluster = try await PostgresCluster.shared()
         let database = try await cluster.createDatabase()
         try await cluster.psql("CREATE SCHEMA fleet; CREATE ROLE reader LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC", database: database)
-        let store = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database) + "&search_path=fleet"), timeouts: PermissionStoreTests.patient)
+        let store = try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database) + "&search_path=fleet"), executor: testExecutor, timeouts: PermissionStoreTests.patient)
         try await store.set(appId: "app", ["USER_NAME": .allowed])
         await store.close()
         #expect(try await cluster.psql("SELECT count(*) FROM fleet.miniapp_permission", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "1")
         // A user that may not create the tables: refused, naming what it needs.
         let error = await #expect(throws: PermissionStoreError.self) {
-            try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database, user: "reader")), timeouts: PermissionStoreTests.patient)
+            try await PermissionStore.open(try PermissionStoreLocation.parse(cluster.socketURL(database, user: "reader")), executor: testExecutor, timeouts: PermissionStoreTests.patient)
         }
         #expect(error?.category == .notAllowed)
         #expect(error.map { "\($0)" }?.contains("create tables") == true, "\(String(describing: error))")

@@ -65,7 +65,7 @@ import Testing
     @Test(arguments: StoreBackend.allCases)
     func theBytesKeptStayExactThroughSetReplaceRemoveAndClear(backend: StoreBackend) async throws {
         let (location, database) = try await location(backend)
-        let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient, storageRate: .unlimited)
+        let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient, storageRate: .unlimited)
         var model: [String: [String: String]] = [:]
         var generator = SeededGenerator(seed: 37)
         let keys = ["a", "bb", "ключ", "🌸", "long-" + String(repeating: "k", count: 100), "nul", "e", "x"]
@@ -140,9 +140,9 @@ import Testing
             """
         let items = String(decoding: try JSONEncoder().encode(Self.oldItems), as: UTF8.self)
         #expect(await runTool("/usr/bin/python3", ["-c", script, path, items]) == 0)
-        try await checkMigrated(PermissionStore.open(cacheDirectory: cache), backend: .sqlite, database: nil)
+        try await checkMigrated(PermissionStore.open(cacheDirectory: cache, executor: testExecutor), backend: .sqlite, database: nil)
         // Opened again, current now: read-only until its first write, and the bytes still exact.
-        let reopened = try await PermissionStore.open(cacheDirectory: cache)
+        let reopened = try await PermissionStore.open(cacheDirectory: cache, executor: testExecutor)
         #expect(try await reopened.storageSize(appId: "one", limit: 100).used == Self.bytes(Self.oldItems["one"]!) - 7)
         await reopened.close()
     }
@@ -151,7 +151,7 @@ import Testing
         let cluster = try await PostgresCluster.shared()
         let database = try await cluster.createDatabase()
         let location = try PermissionStoreLocation.parse(cluster.socketURL(database))
-        let first = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+        let first = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         await first.close()
         // Back to version 4: what version 5 adds, removed; its function as version 4 wrote it; then the
         // items written as that version wrote them.
@@ -167,7 +167,7 @@ import Testing
         }
         try await cluster.psql(sql, database: database)
         #expect(try await cluster.psql("SELECT count(*) FROM miniapp_storage", database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "5")
-        try await checkMigrated(PermissionStore.open(location, timeouts: PermissionStoreTests.patient), backend: .postgres, database: database)
+        try await checkMigrated(PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient), backend: .postgres, database: database)
         let versions = try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database)
         #expect(versions.trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4,5,6")
     }
@@ -199,7 +199,7 @@ import Testing
         let (location, database) = try await location(backend)
         // Three writes and two reads, then (at one token in 1,000 s) no more within the test.
         let rate = SecureStorageRate(writesPerSecond: 0.001, writeBurst: 3, readsPerSecond: 0.001, readBurst: 2)
-        let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient, storageRate: rate)
+        let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient, storageRate: rate)
         #expect(store.storageRate == rate)
         try await store.setStorageItems(appId: "app", ["a": "1"], limit: 100)
         try await store.setStorageItems(appId: "app", ["b": "2"], limit: 100)
@@ -233,7 +233,7 @@ import Testing
         try await store.set(appId: "app", ["USER_NAME": .allowed])
         #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"))
         // Nothing the refused calls asked for happened: read through a store of its own.
-        let check = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+        let check = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(try await check.storageItem(appId: "app", key: "a") == "1")
         #expect(try await check.storageItem(appId: "app", key: "c") == nil)
         #expect(try await check.storageSize(appId: "app", limit: 100).used == 2)
@@ -336,7 +336,7 @@ import Testing
     @Test(arguments: StoreBackend.allCases)
     func oneAppsFloodLeavesAnotherAppAndTheHostsDecisionsAlone(backend: StoreBackend) async throws {
         let (location, database) = try await location(backend)
-        let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+        let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         let limit = 1 << 20
         for batch in 0..<6 {
             var items: [String: String] = [:]

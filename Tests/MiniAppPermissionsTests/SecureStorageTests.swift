@@ -100,7 +100,7 @@ import Testing
         let stored = try await withThrowingTaskGroup(of: [String].self) { group in
             for writer in 0..<8 {
                 group.addTask {
-                    let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+                    let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
                     var stored: [String] = []
                     for item in 0..<5 {
                         let key = "w\(writer)-\(item)"
@@ -117,7 +117,7 @@ import Testing
             }
             return try await group.reduce(into: []) { $0 += $1 }
         }
-        let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+        let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(stored.count == 10)
         #expect(try await store.storageSize(appId: "app", limit: 100).used == 100)
         for key in stored { #expect(try await store.storageItem(appId: "app", key: key) == "value!") }
@@ -192,16 +192,16 @@ import Testing
     @Test(arguments: StoreBackend.allCases)
     func itemsSurviveClosingAndReopening(backend: StoreBackend) async throws {
         let location = try await stores.location(backend)
-        let first = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+        let first = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         try await first.setStorageItems(appId: "app", ["session": "abc", "theme": "dark"], limit: 100)
         await first.close()
         // Reopened current: SQLite reads read-only and opens its writer at the first write.
-        let second = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+        let second = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(try await second.storageItem(appId: "app", key: "session") == "abc")
         try await second.setStorageItems(appId: "app", ["session": "def"], limit: 100)
         try await second.removeStorageItems(appId: "app", keys: ["theme"])
         await second.close()
-        let third = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+        let third = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(try await third.storageItem(appId: "app", key: "session") == "def")
         #expect(try await third.storageItem(appId: "app", key: "theme") == nil)
         #expect(try await third.storageSize(appId: "app", limit: 100).used == 10)
@@ -248,12 +248,12 @@ import Testing
             c.close()
             """
         #expect(await runTool("/usr/bin/python3", ["-c", script, path]) == 0)
-        let store = try await PermissionStore.open(cacheDirectory: stores.cache)
+        let store = try await PermissionStore.open(cacheDirectory: stores.cache, executor: testExecutor)
         #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"))
         #expect(try await store.history(appId: "app").map(\.to) == [.allowed])
         try await store.setStorageItems(appId: "app", ["k": "v"], limit: 10)
         // Opened again, current now: read-only until its first write.
-        let reopened = try await PermissionStore.open(cacheDirectory: stores.cache)
+        let reopened = try await PermissionStore.open(cacheDirectory: stores.cache, executor: testExecutor)
         #expect(try await reopened.storageItem(appId: "app", key: "k") == "v")
         try await reopened.set(appId: "app", ["USER_NAME": .denied])
         #expect(try await reopened.history(appId: "app").map(\.to) == [.allowed, .denied])
@@ -266,7 +266,7 @@ import Testing
         let cluster = try await PostgresCluster.shared()
         let database = try await cluster.createDatabase()
         let location = try PermissionStoreLocation.parse(cluster.socketURL(database))
-        let first = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+        let first = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         try await first.set(appId: "app", ["USER_NAME": .allowed])
         await first.close()
         // Back to version 3 (or 2): what versions 4 and 5 add, removed.
@@ -280,7 +280,7 @@ import Testing
         if !withVersion3 {
             try await cluster.psql("DELETE FROM miniapp_schema WHERE version = 3", database: database)
         }
-        let store = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+        let store = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"))
         try await store.setStorageItems(appId: "app", ["k": "v"], limit: 2)
         await #expect(throws: SecureStorageError.full(appId: "app", used: 2, needed: 4, limit: 2)) {
@@ -291,7 +291,7 @@ import Testing
         await store.close()
         let versions = try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database)
         #expect(versions.trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4,5,6")
-        let reopened = try await PermissionStore.open(location, timeouts: PermissionStoreTests.patient)
+        let reopened = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(try await reopened.storageItem(appId: "app", key: "k") == "v")
         await reopened.close()
     }

@@ -29,6 +29,9 @@ import Testing
 
 /// `serve`'s cache of encoded app lists.
 @Suite(.timeLimit(.minutes(10))) struct ListingCacheTests {
+    /// Where the lists of these tests are made.
+    static let executor = BlockingExecutor(poolThreads: 2)
+
     /// A `make` that counts its calls and returns `body`, once `gate` (when given) is opened.
     final class Maker: Sendable {
         let builds = NIOLockedValueBox(0)
@@ -62,7 +65,7 @@ import Testing
     }
 
     @Test func aListIsReusedUntilItsGenerationMoves() async {
-        let cache = ListingCache(lifetime: .seconds(3600))
+        let cache = ListingCache(executor: Self.executor, lifetime: .seconds(3600))
         let maker = Maker()
         let make = maker.make("[]")
         let first = await cache.listing(preview: false, stamp: 1, make: make)
@@ -83,7 +86,7 @@ import Testing
 
     /// Requests for a list nobody has made yet all wait for one making of it.
     @Test func requestsAtOnceShareOneMaking() async {
-        let cache = ListingCache()
+        let cache = ListingCache(executor: Self.executor)
         let maker = Maker()
         let make = maker.make("[\"shared\"]", waiting: true)
         await withTaskGroup(of: String.self) { group in
@@ -101,7 +104,7 @@ import Testing
     /// Once a list's lifetime is over, the same generation's list is served at once while the next
     /// one is made (here it is held until the test lets it end): a request never waits for it.
     @Test func anExpiredListIsServedWhileTheNextIsMade() async {
-        let cache = ListingCache(lifetime: .zero)
+        let cache = ListingCache(executor: Self.executor, lifetime: .zero)
         let maker = Maker()
         #expect(Self.text(await cache.listing(preview: true, stamp: 3, make: maker.make("[1]"))) == "[1]")
         // Expired: served as it is, and the next one (held) is started once, however often it is asked.
@@ -137,7 +140,7 @@ import Testing
     /// A list is made on a thread of its own, never on the task that asks for it (on Swift's
     /// cooperative pool, two list requests could stall every other request).
     @Test func aListIsMadeOnAThreadOfItsOwn() async {
-        let cache = ListingCache()
+        let cache = ListingCache(executor: Self.executor)
         let name = NIOLockedValueBox("")
         let listing = await cache.listing(preview: false, stamp: 1) {
             let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""

@@ -11,6 +11,6 @@ extension StoreBackend {
             let cluster = try await PostgresCluster.shared()
             location = try PermissionStoreLocation.parse(cluster.socketURL(try await cluster.createDatabase()))
         }
-        return try await PermissionStore.open(location, timeouts: PermissionStoreTimeouts(connect: .seconds(60), statement: .seconds(60)))
+        return try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTimeouts(connect: .seconds(60), statement: .seconds(60)))
     }
 }

@@ -79,7 +79,7 @@ func noise(_ count: Int, seed: UInt64) -> String {
                 kill(process.processIdentifier, SIGKILL)
                 await process.exited()
                 // Whatever is visible as installed is complete and intact.
-                let view = BundleCache(root: cache, namespace: CacheNamespace(platform: .remote(server.baseURL), projectId: "proj-1"))
+                let view = BundleCache(root: cache, namespace: CacheNamespace(platform: .remote(server.baseURL), projectId: "proj-1"), executor: testExecutor)
                 for record in view.records() {
                     #expect(view.check(record, thorough: true).intact, "a killed install (after \(delay) ms) left a damaged version visible")
                 }
@@ -113,12 +113,12 @@ func noise(_ count: Int, seed: UInt64) -> String {
                 #expect(result.status == 0, "\(arguments): \(result.stderr)")
             }
             // Whatever survived the prunes is complete and intact, and nothing half-done is left.
-            let view = BundleCache(root: cache, namespace: CacheNamespace(platform: .remote(server.baseURL), projectId: "proj-1"))
+            let view = BundleCache(root: cache, namespace: CacheNamespace(platform: .remote(server.baseURL), projectId: "proj-1"), executor: testExecutor)
             for record in view.records() {
                 #expect(view.check(record, thorough: true).intact)
             }
             #expect(CacheSnapshot(cache).leftovers.isEmpty)
-            let stored = try await PermissionStore.open(cacheDirectory: cache).stored(appId: "app-hello")
+            let stored = try await PermissionStore.open(cacheDirectory: cache, executor: testExecutor).stored(appId: "app-hello")
             #expect(Set(stored.map(\.name)) == [KnownPermission.userName.rawValue, KnownPermission.location.rawValue, KnownPermission.points.rawValue])
             let verify = try await runCached(server, cache: cache, ["cache", "verify"])
             #expect(verify.status == 0, "stderr: \(verify.stderr)")

@@ -421,7 +421,7 @@ private final class ExtractionJob: @unchecked Sendable {
 
     /// Extracts every file on `threads` threads, the calling one included, and returns when all ended.
     package func run(threads: Int) {
-        WorkerThreads.run(threads, name: "miniapp.unzip") { _ in UTF8Locale.run { self.work() } }
+        BlockingExecutor.forkJoin(threads, name: "miniapp.unzip") { _ in UTF8Locale.run { self.work() } }
     }
 
     private func fail(_ index: Int, _ error: ArchiveError) {

@@ -139,7 +139,7 @@ package struct AppListText: Sendable {
         struct SharedBytes: @unchecked Sendable { let buffer: UnsafeBufferPointer<UInt8> }
         let shared = SharedBytes(buffer: bytes)
         let halves = [Half(text), Half(AppListText(bytes: text.bytes))]
-        WorkerThreads.run(2, name: "miniapp.list") { part in
+        BlockingExecutor.forkJoin(2, name: "miniapp.list") { part in
             let half = halves[part]
             var parser = JSONReader.Parser(bytes: shared.buffer, maxDepth: maxDepth)
             if part == 0 {

@@ -79,7 +79,7 @@ extension BundleCache {
         let digest: [UInt8]
         do {
             // The cache's own file: a link planted in its place is not followed.
-            digest = try await pool.run { try FileHashing.bundle(at: path, followingLinks: false).digest }
+            digest = try await executor.run { try FileHashing.bundle(at: path, followingLinks: false).digest }
         } catch {
             return "it cannot be read"
         }

@@ -1,6 +1,5 @@
 import Foundation
 package import Logging
-package import NIOPosix
 public import MiniAppCore
 internal import CMiniAppArchive
 
@@ -11,9 +10,9 @@ internal import CMiniAppArchive
 /// `trash/`. A version exists only once its `record.json` does; it is written last.
 ///
 /// The synchronous methods read and check the disk on the calling thread: from async code, prefer
-/// ``BundleInstaller``'s methods, which run that work on the thread pool given to it. The async methods
+/// ``BundleInstaller``'s methods, which run that work on the executor given to it. The async methods
 /// here (``remove(appId:versionId:)``, ``prune(keep:maxBytes:protecting:)``) do their disk work on
-/// the cache's thread pool.
+/// the cache's executor.
 public struct BundleCache: Sendable {
     /// The cache root.
     public let root: String
@@ -21,20 +20,19 @@ public struct BundleCache: Sendable {
     public let namespace: CacheNamespace
     /// How long to wait for another process holding a version's lock.
     package var lockTimeout: Duration
-    /// The pool that the async methods' disk work runs on.
-    package var threadPool: NIOThreadPool { pool.threadPool }
-    let pool: BlockingPool
+    /// Where the async methods' disk work runs.
+    package let executor: BlockingExecutor
     let logger: Logger
 
-    /// A view of the cache at `root` for one namespace, doing its async methods' disk work on `threadPool`.
+    /// A view of the cache at `root` for one namespace, doing its async methods' disk work on `executor`.
     package init(
-        root: String, namespace: CacheNamespace, lockTimeout: Duration = .seconds(300), threadPool: NIOThreadPool = .singleton,
+        root: String, namespace: CacheNamespace, lockTimeout: Duration = .seconds(300), executor: BlockingExecutor,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.root = root
         self.namespace = namespace
         self.lockTimeout = lockTimeout
-        self.pool = BlockingPool(threadPool)
+        self.executor = executor
         self.logger = logger
     }
 
@@ -166,7 +164,7 @@ public struct BundleCache: Sendable {
     /// was installed).
     package func withOtherNamespaces() -> [BundleCache] {
         [self] + Self.namespaces(root: root).filter { $0.key != namespace.key }.map {
-            BundleCache(root: root, namespace: $0, lockTimeout: lockTimeout, threadPool: pool.threadPool, logger: logger)
+            BundleCache(root: root, namespace: $0, lockTimeout: lockTimeout, executor: executor, logger: logger)
         }
     }
 
@@ -269,7 +267,7 @@ public struct BundleCache: Sendable {
     /// another process's reinstall or removal is never taken for damage; a version removed meanwhile is
     /// left out. A cache this process cannot write (no lock file can be made) is checked as it is.
     public func verify(appId: String? = nil) async throws -> [VersionCheck] {
-        let candidates = try await pool.run { records(appId: appId) }
+        let candidates = try await executor.run { records(appId: appId) }
         var checks: [VersionCheck] = []
         for candidate in candidates {
             var lock: FileLock?
@@ -279,7 +277,7 @@ public struct BundleCache: Sendable {
                 lock = nil
             }
             let locked = lock != nil
-            let checked = try await pool.run { () -> VersionCheck? in
+            let checked = try await executor.run { () -> VersionCheck? in
                 guard let current = record(appId: candidate.id, versionId: candidate.versionId) else { return nil }
                 return VersionCheck(record: current, report: check(current, thorough: true, holdingLock: locked))
             }
@@ -427,17 +425,17 @@ public struct BundleCache: Sendable {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
         try checkLayout()
-        let targets = try await pool.run { records(appId: appId).filter { versionId == nil || $0.versionId == versionId } }
+        let targets = try await executor.run { records(appId: appId).filter { versionId == nil || $0.versionId == versionId } }
         guard !targets.isEmpty else { throw CacheError.notCached(appId: appId, versionId: versionId) }
         try await syncBeforeRemoving()
         var removed: [InstallRecord] = []
         for target in targets {
             let lock = try await self.lock(appId: target.id, versionId: target.versionId)
-            try await pool.runToCompletion { discard(versionDirectory(appId: target.id, versionId: target.versionId)) }
+            try await executor.runToCompletion { discard(versionDirectory(appId: target.id, versionId: target.versionId)) }
             withExtendedLifetime(lock) {}
             removed.append(target)
         }
-        try await pool.runToCompletion { emptyTrash() }
+        try await executor.runToCompletion { emptyTrash() }
         return removed
     }
 
@@ -454,7 +452,7 @@ public struct BundleCache: Sendable {
             record.id == protected?.id && record.versionId == protected?.versionId
         }
         try checkLayout()
-        let all = try await pool.run { records() }
+        let all = try await executor.run { records() }
         var doomed: [InstallRecord] = []
         if let keep {
             for versions in Dictionary(grouping: all, by: \.id).values {
@@ -481,7 +479,7 @@ public struct BundleCache: Sendable {
         var removed: [InstallRecord] = []
         for target in doomed.sorted(by: { $0.lastUsedAt < $1.lastUsedAt }) {
             let lock = try await self.lock(appId: target.id, versionId: target.versionId)
-            let gone = try await pool.runToCompletion { () -> Bool in
+            let gone = try await executor.runToCompletion { () -> Bool in
                 guard record(appId: target.id, versionId: target.versionId) != nil else { return false }
                 discard(versionDirectory(appId: target.id, versionId: target.versionId))
                 return true
@@ -492,7 +490,7 @@ public struct BundleCache: Sendable {
         if let background {
             if !removed.isEmpty { background.run(name: "miniapp.trash") { emptyTrash() } }
         } else {
-            try await pool.runToCompletion { emptyTrash() }
+            try await executor.runToCompletion { emptyTrash() }
         }
         return removed
     }
@@ -503,7 +501,7 @@ public struct BundleCache: Sendable {
     /// that a power cut never leaves an app with its old versions gone and its new one torn.
     private func syncBeforeRemoving() async throws {
         let boot = Durability.currentBoot
-        try await pool.runToCompletion {
+        try await executor.runToCompletion {
             guard boot != nil, records().contains(where: { $0.unsyncedBoot == boot }) else { return }
             try Durability.syncFileSystem(containing: root)
         }

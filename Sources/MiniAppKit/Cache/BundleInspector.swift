@@ -136,7 +136,7 @@ struct BundleInspector {
             let text = SendablePointer(bytes.baseAddress ?? UnsafePointer(bitPattern: 1)!)
             return verdicts.withUnsafeMutableBufferPointer { output in
                 let output = SendableBuffer(output)
-                return WorkerThreads.run(parts, name: "miniapp.check", onCaller: alongside) { part in
+                return BlockingExecutor.forkJoin(parts, name: "miniapp.check", onCaller: alongside) { part in
                     // Each thread resolves paths from a descriptor of its own (of the same folder): while
                     // two threads share one, each call updates its reference count, which both cores write.
                     let own = part == 0 ? -1 : openat(rootDescriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -245,7 +245,7 @@ struct BundleInspector {
         guard !files.isEmpty else { return [] }
         let queue = WorkQueue(count: files.count)
         let workers = min(max(ProcessEnvironment.processorCount, 1), files.count)
-        WorkerThreads.run(workers, name: "miniapp.hash") { _ in
+        BlockingExecutor.forkJoin(workers, name: "miniapp.hash") { _ in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
             defer { buffer.deallocate() }
             while let index = queue.take() {

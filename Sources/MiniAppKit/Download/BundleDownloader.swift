@@ -18,14 +18,13 @@ struct DownloadedFile: Sendable {
 /// Range requests after a dropped connection.
 final class BundleDownloader: Sendable {
     let connections: LazyHTTPClient
-    /// Set when the platform was opened for a short-lived process
-    /// (``PlatformConnections/perRequest(threadPool:)``): plain `http://` zips are then fetched on
-    /// connections of their own, with blocking calls on a thread of each download's own (on this pool
-    /// only when no thread can be started: a download must not hold a pool thread for its length).
-    let directPool: NIOThreadPool?
+    /// Set when the platform was opened for a short-lived process (``PlatformConnections/perRequest``):
+    /// plain `http://` zips are then fetched on connections of their own, with blocking calls on a
+    /// thread of each download's own from ``executor`` (a download must not hold a pool thread for its length).
+    let direct: Bool
     let network: NetworkSettings
     let maxBytes: Int64
-    let pool: BlockingPool
+    let executor: BlockingExecutor
     let logger: Logger
     /// Which servers answer several ranges in one request, as learnt by delta downloads.
     let rangeSupport: RangeSupport
@@ -36,14 +35,14 @@ final class BundleDownloader: Sendable {
     /// A downloader using `httpClient` when given (the host's, left open), else a client of its own.
     /// Redirects are followed here, up to ``maxRedirects``, whatever the client's own setting.
     /// `rangeFolder` keeps what is learnt about servers' ranges for later processes.
-    /// `directPool`: see ``directPool`` (ignored when `httpClient` is given).
+    /// `direct`: see ``direct`` (ignored when `httpClient` is given).
     init(
-        network: NetworkSettings, maxBytes: Int64, httpClient: HTTPClient?, pool: BlockingPool, logger: Logger, rangeFolder: String? = nil,
-        directPool: NIOThreadPool? = nil
+        network: NetworkSettings, maxBytes: Int64, httpClient: HTTPClient?, executor: BlockingExecutor, logger: Logger, rangeFolder: String? = nil,
+        direct: Bool = false
     ) {
-        self.pool = pool
-        self.directPool = httpClient == nil ? directPool : nil
-        self.rangeSupport = RangeSupport(directory: rangeFolder, pool: pool)
+        self.executor = executor
+        self.direct = httpClient == nil && direct
+        self.rangeSupport = RangeSupport(directory: rangeFolder, executor: executor)
         self.network = network
         self.maxBytes = maxBytes
         self.logger = logger
@@ -62,7 +61,7 @@ final class BundleDownloader: Sendable {
     /// Downloads `url` into a new file at `path`, with no authentication headers, refusing more than
     /// `limit` bytes (at most the downloader's own limit).
     func download(_ url: URL, to path: String, limit: Int64? = nil, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> DownloadedFile {
-        let sink = try DownloadSink(path: path)
+        let sink = try DownloadSink(path: path, executor: executor)
         let maxBytes = min(limit ?? self.maxBytes, self.maxBytes)
         do {
             if url.isFileURL {
@@ -182,56 +181,46 @@ final class BundleDownloader: Sendable {
     /// An answer whose body is still to be read: from AsyncHTTPClient, or from a connection of its own.
     enum Response {
         case pooled(HTTPClientResponse)
-        case direct(DirectResponse, SocketCanceller, NIOThreadPool)
+        case direct(DirectResponse, SocketCanceller)
 
         var status: Int {
             switch self {
             case .pooled(let response): Int(response.status.code)
-            case .direct(let response, _, _): response.status
+            case .direct(let response, _): response.status
             }
         }
 
         var headers: HTTPHeaders {
             switch self {
             case .pooled(let response): response.headers
-            case .direct(let response, _, _): response.headers
+            case .direct(let response, _): response.headers
             }
         }
 
         /// Closes a connection of its own (AsyncHTTPClient ends its own when its body is dropped).
         func close() {
-            if case .direct(let response, _, _) = self { response.close() }
+            if case .direct(let response, _) = self { response.close() }
         }
     }
 
-    /// Sends `request` and reads the head of its answer: on a connection of its own (see ``directPool``)
+    /// Sends `request` and reads the head of its answer: on a connection of its own (see ``direct``)
     /// for a plain `http://` URL when the downloader has one; else through AsyncHTTPClient.
     private func send(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant) async throws -> Response {
-        if let directPool, let url = URL(string: request.url), let (endpoint, target) = DirectEndpoint.resource(url) {
+        if direct, let url = URL(string: request.url), let (endpoint, target) = DirectEndpoint.resource(url) {
             let canceller = SocketCanceller()
             let (headers, network) = (request.headers, network)
             let response = try await withTaskCancellationHandler {
-                try await Self.onOwnThread(orOn: directPool) {
+                try await executor.runOnOwnThread(name: "miniapp.fetch") {
                     try DirectHTTP.open(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
                 }
             } onCancel: {
                 canceller.cancel()
             }
-            return .direct(response, canceller, directPool)
+            return .direct(response, canceller)
         }
         let remaining = deadline - ContinuousClock.now
         guard remaining > .zero else { throw HTTPClientError.deadlineExceeded }
         return .pooled(try await connections.execute(request, deadline: .now() + remaining.timeAmount))
-    }
-
-    /// Runs blocking `body` on a thread started for it, or on `pool` when none can be started.
-    private static func onOwnThread<T: Sendable>(orOn pool: NIOThreadPool, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let outcome: Result<T, any Error>? = await withCheckedContinuation { continuation in
-            let started = WorkerThreads.detach(name: "miniapp.fetch") { continuation.resume(returning: Result(catching: body)) }
-            if !started { continuation.resume(returning: nil) }
-        }
-        if let outcome { return try outcome.get() }
-        return try await pool.runIfActive(body)
     }
 
     /// Streams a response body into the sink; returns `nil` when it is complete, or the failure to
@@ -255,11 +244,11 @@ final class BundleDownloader: Sendable {
                     try await sink.append(chunk)
                     try check()
                 }
-            case .direct(let response, let canceller, let pool):
+            case .direct(let response, let canceller):
                 // Read on a thread of its own, in big buffers handed straight to the sink's writer: no
                 // hop to a task per chunk.
                 try await withTaskCancellationHandler {
-                    try await Self.onOwnThread(orOn: pool) {
+                    try await executor.runOnOwnThread(name: "miniapp.fetch") {
                         try response.streamBody(chunkBytes: Self.directChunkBytes) { chunk in
                             try sink.appendNow(chunk)
                             try check()
@@ -302,7 +291,7 @@ final class BundleDownloader: Sendable {
         let allocator = ByteBufferAllocator()
         while true {
             // A fresh buffer each time: the sink's writer may still hold the last one. Read on the pool.
-            let buffer = try await pool.run {
+            let buffer = try await executor.run {
                 var buffer = allocator.buffer(capacity: 1 << 20)
                 buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { raw in
                     max(read(source, raw.baseAddress, raw.count), 0)

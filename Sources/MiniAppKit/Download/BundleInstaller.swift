@@ -3,14 +3,14 @@ import Foundation
 public import Logging
 public import MiniAppPermissions
 import NIOConcurrencyHelpers
-public import NIOPosix
 public import MiniAppCore
 
 /// Downloads, verifies, unpacks and caches versions, fail-closed: any failure leaves the cache as it was.
 ///
 /// This is what a host service uses to get a mini-app ready to show. Create one per configuration and
-/// keep it; call ``shutdown()`` when done. Every method is async and does its blocking work (extraction,
-/// hashing, syncs, reading the cache) on `threadPool`, never on Swift's cooperative pool; cancelling
+/// keep it (``MiniAppRuntime`` makes the one a process uses); call ``shutdown()`` when done. Every method
+/// is async and does its blocking work (extraction, hashing, syncs, reading the cache) on its
+/// ``BlockingExecutor``, never on Swift's cooperative pool; cancelling
 /// the calling task stops an install, which then leaves the cache as it was.
 public final class BundleInstaller: Sendable {
     /// The configuration in force.
@@ -23,10 +23,11 @@ public final class BundleInstaller: Sendable {
     let ownsPlatform: Bool
     let downloader: BundleDownloader
     let verifier: SignatureVerifier
-    let pool: BlockingPool
+    /// Where the blocking work runs.
+    package let executor: BlockingExecutor
     let permissions: PermissionAccess
     /// Deletions still running, which ``shutdown()`` waits for.
-    let background = BackgroundWork()
+    let background: BackgroundWork
     let logger: Logger
 
     /// An installer for `configuration`, using `platform` for the network (none when offline).
@@ -34,19 +35,19 @@ public final class BundleInstaller: Sendable {
     /// - Parameters:
     ///   - httpClient: the client that downloads zips; by default the installer makes its own, which
     ///     ``shutdown()`` closes. A client given here is the host's to shut down.
-    ///   - threadPool: where blocking work runs; by default NIO's shared pool.
+    ///   - executor: where blocking work runs; it stays the caller's to shut down.
     ///   - permissionStore: the store whose decisions gate ``load(appId:versionId:progress:)``; by default
     ///     the configured one (``MiniAppConfiguration/permissionStoreLocation``), opened once when first
     ///     needed and closed by ``shutdown()``.
     ///   - logger: where the installer logs, with the caller's metadata; silent by default.
     public convenience init(
         configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, httpClient: HTTPClient? = nil,
-        threadPool: NIOThreadPool = .singleton, permissionStore: PermissionStore? = nil,
+        executor: BlockingExecutor, permissionStore: PermissionStore? = nil,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(ConfigurationError) {
         try self.init(
             configuration: configuration, platform: platform, ownsPlatform: false, httpClient: httpClient,
-            threadPool: threadPool, permissionStore: permissionStore, logger: logger
+            executor: executor, permissions: PermissionAccess(store: permissionStore, configuration: configuration, executor: executor), logger: logger
         )
     }
 
@@ -54,40 +55,42 @@ public final class BundleInstaller: Sendable {
     /// for it too when given: then ``shutdown()`` is the one call that closes what the library made.
     public convenience init(
         configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil,
-        threadPool: NIOThreadPool = .singleton, permissionStore: PermissionStore? = nil,
+        executor: BlockingExecutor, permissionStore: PermissionStore? = nil,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws {
         let platform = configuration.offline || configuration.platform == nil
-            ? nil : try Platforms.open(configuration, httpClient: httpClient, threadPool: threadPool, logger: logger)
+            ? nil : try Platforms.open(configuration, httpClient: httpClient, executor: executor, logger: logger)
         try self.init(
             configuration: configuration, platform: platform, ownsPlatform: true, httpClient: httpClient,
-            threadPool: threadPool, permissionStore: permissionStore, logger: logger
+            executor: executor, permissions: PermissionAccess(store: permissionStore, configuration: configuration, executor: executor), logger: logger
         )
     }
 
-    private init(
+    /// An installer whose platform and permission store belong to the caller (``MiniAppRuntime``).
+    package init(
         configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, ownsPlatform: Bool, httpClient: HTTPClient?,
-        threadPool: NIOThreadPool, permissionStore: PermissionStore?, logger: Logger
+        executor: BlockingExecutor, permissions: PermissionAccess, logger: Logger
     ) throws(ConfigurationError) {
         self.configuration = configuration
         self.ownsPlatform = ownsPlatform
         self.platform = configuration.offline ? nil : platform
         self.logger = logger
-        self.pool = BlockingPool(threadPool)
+        self.executor = executor
+        self.background = BackgroundWork(executor: executor)
         let namespace = configuration.cacheNamespace
-        self.cache = BundleCache(root: configuration.cacheDirectory, namespace: namespace, lockTimeout: configuration.lockTimeout, threadPool: threadPool, logger: logger)
+        self.cache = BundleCache(root: configuration.cacheDirectory, namespace: namespace, lockTimeout: configuration.lockTimeout, executor: executor, logger: logger)
         self.downloader = BundleDownloader(
-            network: configuration.network, maxBytes: configuration.maxDownloadBytes, httpClient: httpClient, pool: pool, logger: logger,
+            network: configuration.network, maxBytes: configuration.maxDownloadBytes, httpClient: httpClient, executor: executor, logger: logger,
             rangeFolder: configuration.cacheDirectory + "/ranges",
             // A platform opened for a short-lived process fetches its zips as it makes its requests.
-            directPool: (self.platform as? PlatformClient)?.direct?.threadPool
+            direct: (self.platform as? PlatformClient)?.direct != nil
         )
         self.verifier = SignatureVerifier(
             trusted: try TrustedKeys(configuration.trustedKeys),
             keyStore: KeyStore(directory: configuration.cacheDirectory + "/keys/" + namespace.key, lifetime: configuration.keyCacheLifetime),
             platform: self.platform
         )
-        self.permissions = PermissionAccess(store: permissionStore, configuration: configuration)
+        self.permissions = permissions
     }
 
     /// Closes what the installer made itself (its download connections, the platform when it opened it,
@@ -182,7 +185,7 @@ public final class BundleInstaller: Sendable {
     public func manifest(of record: InstallRecord) async throws -> BundleManifest {
         let cache = self.cache
         let language = configuration.language
-        return try await pool.run { try cache.manifest(of: record, language: language) }
+        return try await executor.run { try cache.manifest(of: record, language: language) }
     }
 
     /// The cached versions of `appId`, most recently installed first, from the cache alone: what a
@@ -190,7 +193,7 @@ public final class BundleInstaller: Sendable {
     public func cachedVersions(appId: String) async throws -> [InstallRecord] {
         try Identifier.validate(appId, as: .app)
         let cache = self.cache
-        return try await pool.run { cache.records(appId: appId) }
+        return try await executor.run { cache.records(appId: appId) }
     }
 
     /// The changes from the manifest in force for the newest cached version of `appId` to the latest
@@ -198,7 +201,7 @@ public final class BundleInstaller: Sendable {
     public func manifestDiff(appId: String) async throws -> (cached: InstallRecord, latest: AppVersion, diff: ManifestDiff) {
         try Identifier.validate(appId, as: .app)
         let cache = self.cache
-        guard let cached = try await pool.run({ cache.records(appId: appId).first }) else { throw CacheError.notCached(appId: appId, versionId: nil) }
+        guard let cached = try await executor.run({ cache.records(appId: appId).first }) else { throw CacheError.notCached(appId: appId, versionId: nil) }
         guard let platform else { throw CacheError.notCached(appId: appId, versionId: nil) }
         let latest = try await platform.latestVersion(ofApp: appId).version
         let current = try await platform.metadata(appId: appId, versionId: latest.versionId, language: configuration.language)
@@ -241,8 +244,8 @@ public final class BundleInstaller: Sendable {
     /// version, with a note saying so; `nil` when none is intact.
     private func olderIntactVersion(appId: String, instead damaged: CacheError, prefix: String) async throws -> InstallOutcome? {
         let cache = self.cache
-        guard let (view, fallback) = try await pool.run({ cache.lookup(appId: appId, intactOnly: true) }) else { return nil }
-        var outcome = try await pool.run { Self.reuse(fallback, in: view) }
+        guard let (view, fallback) = try await executor.run({ cache.lookup(appId: appId, intactOnly: true) }) else { return nil }
+        var outcome = try await executor.run { Self.reuse(fallback, in: view) }
         let reason: String
         switch damaged {
         case .keptZipRejected(_, let versionId, let why):
@@ -260,7 +263,7 @@ public final class BundleInstaller: Sendable {
     /// The newest cached version of `appId`, damaged or not (a damaged one that keeps its zip is repaired).
     private func newestCachedVersion(appId: String) async throws -> AppVersion {
         let cache = self.cache
-        guard let newest = try await pool.run({ cache.records(appId: appId).first ?? cache.lookup(appId: appId)?.record }) else {
+        guard let newest = try await executor.run({ cache.records(appId: appId).first ?? cache.lookup(appId: appId)?.record }) else {
             throw CacheError.notCached(appId: appId, versionId: nil)
         }
         return AppVersion(versionId: newest.versionId, versionTag: newest.versionTag)
@@ -279,7 +282,7 @@ public final class BundleInstaller: Sendable {
         let cache = self.cache
         let logger = self.logger
         guard platform != nil else { return try await ensureFromCache(appId: appId, versionId: versionId, force: force) }
-        if !force, case .intact(let reused, let leftovers) = try await pool.run({ [self] in
+        if !force, case .intact(let reused, let leftovers) = try await executor.run({ [self] in
             let copy = cachedCopy(appId: appId, versionId: versionId)
             if case .damaged = copy { logger.warning("cached version is damaged; repairing it", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"]) }
             return copy
@@ -339,16 +342,16 @@ public final class BundleInstaller: Sendable {
     /// ``reuseIntactCopyNow(appId:versionId:)`` of an installer for `configuration` (opening its remote
     /// platform), without making one: its platform client, downloader and verifier cost a cache hit about
     /// 0.1 ms (uprobes, 41 runs). `nil` also whenever making that installer could fail (trusted keys are
-    /// left to the one made then to read), and for a registry platform. `threadPool` is never used here.
+    /// left to the one made then to read), and for a registry platform. `executor` is never used here.
     package static func reuseIntactCopyNow(
-        configuration: MiniAppConfiguration, threadPool: NIOThreadPool, logger: Logger, appId: String, versionId: String
+        configuration: MiniAppConfiguration, executor: BlockingExecutor, logger: Logger, appId: String, versionId: String
     ) -> InstallOutcome? {
         guard !configuration.offline, case .remote? = configuration.platform, configuration.projectId != nil, configuration.trustedKeys.isEmpty else {
             return nil
         }
         let cache = BundleCache(
             root: configuration.cacheDirectory, namespace: configuration.cacheNamespace, lockTimeout: configuration.lockTimeout,
-            threadPool: threadPool, logger: logger
+            executor: executor, logger: logger
         )
         return reuseIntactCopy(in: cache, configuration: configuration, appId: appId, versionId: versionId)
     }
@@ -367,7 +370,7 @@ public final class BundleInstaller: Sendable {
         // Offline, an intact copy from any platform's part of the cache will do (lookup checks it).
         let problems: [String]?
         do {
-            problems = try await pool.run { () throws -> [String]? in
+            problems = try await executor.run { () throws -> [String]? in
                 if !force, let (view, cached) = cache.lookup(appId: appId, versionId: versionId, intactOnly: true) { throw Reused(outcome: Self.reuse(cached, in: view)) }
                 if !force, let (view, damaged) = cache.lookup(appId: appId, versionId: versionId) {
                     return view.namespace.key == cache.namespace.key && damaged.zipBytes > 0 ? nil : view.check(damaged).problems
@@ -399,8 +402,8 @@ public final class BundleInstaller: Sendable {
         let cache = self.cache
         let offlineVerifier = SignatureVerifier(trusted: verifier.trusted, keyStore: verifier.keyStore, platform: nil)
         // Nothing to lock (nor folders to make) for a version that is not cached or keeps no zip.
-        guard try await pool.run({ (cache.record(appId: appId, versionId: versionId)?.zipBytes ?? 0) > 0 }) else { return nil }
-        CryptoRuntime.warmUp()
+        guard try await executor.run({ (cache.record(appId: appId, versionId: versionId)?.zipBytes ?? 0) > 0 }) else { return nil }
+        CryptoRuntime.warmUp(on: executor)
         do {
             return try await repairLocked(appId: appId, versionId: versionId, cache: cache, verifier: offlineVerifier)
         } catch let reused as Reused {
@@ -410,7 +413,7 @@ public final class BundleInstaller: Sendable {
 
     private func repairLocked(appId: String, versionId: String, cache: BundleCache, verifier offlineVerifier: SignatureVerifier) async throws -> InstallOutcome? {
         try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage -> InstallOutcome? in
-            let found = try await pool.run { () -> (InstallRecord, [String], Set<ino_t>, String)?? in
+            let found = try await executor.run { () -> (InstallRecord, [String], Set<ino_t>, String)?? in
                 guard let record = cache.record(appId: appId, versionId: versionId) else { return .some(nil) }
                 let report = cache.check(record)
                 if report.intact { throw Reused(outcome: Self.reuse(record, in: cache)) }
@@ -424,7 +427,7 @@ public final class BundleInstaller: Sendable {
             }
             guard let (record, problems, damaged, kept) = found ?? nil else { return nil }
             let zip = scratch + "/bundle.zip"
-            let digest = try await pool.run { () throws -> [UInt8] in
+            let digest = try await executor.run { () throws -> [UInt8] in
                 // The cache's own file: a link planted in its place is not followed (link() links the
                 // link itself, which the hash then refuses).
                 guard link(kept, zip) == 0 || (try? FileHashing.copyBundle(at: kept, to: zip, followingLinks: false)) != nil,
@@ -451,7 +454,7 @@ public final class BundleInstaller: Sendable {
                 outcome: outcome, sha256: digest, transfer: record.transfer, signature: record.signatureValue, repairing: record
             )
             let committed = repaired.record
-            try? await pool.runToCompletion { cache.relinkRepaired(committed, damaged: damaged) }
+            try? await executor.runToCompletion { cache.relinkRepaired(committed, damaged: damaged) }
             let shown = problems.prefix(3).joined(separator: ", ") + (problems.count > 3 ? ", ..." : "")
             repaired.notes.insert("version \(versionId) of app \(appId) was damaged (\(shown)); repaired it from its kept zip", at: 0)
             logger.info("repaired from the kept zip", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
@@ -477,10 +480,10 @@ public final class BundleInstaller: Sendable {
     private func installFromPlatform(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
         guard let platform else { throw CacheError.notCached(appId: appId, versionId: versionId) }
         // Hashes and the signature come once the zip does: OpenSSL's set-up overlaps with the requests.
-        CryptoRuntime.warmUp()
+        CryptoRuntime.warmUp(on: executor)
         let cache = self.cache
         return try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
-            if !force, let reused = try await pool.run({ () -> InstallOutcome? in
+            if !force, let reused = try await executor.run({ () -> InstallOutcome? in
                 guard let cached = cache.record(appId: appId, versionId: versionId), cache.check(cached).intact else { return nil }
                 return Self.reuse(cached, in: cache)
             }) {
@@ -508,7 +511,7 @@ public final class BundleInstaller: Sendable {
             var assembled: (file: DownloadedFile, outcome: SignatureOutcome, transfer: Transfer)?
             // A delta needs a signature to prove the assembled bytes right, and an earlier zip of the app.
             let base = configuration.delta && manifest.signature != nil && !manifest.urls[0].isFileURL
-                ? try await pool.run({ cache.keptZip(appId: appId) }) : nil
+                ? try await executor.run({ cache.keptZip(appId: appId) }) : nil
             // The kept zip's version's files that hold what entries copied from it hold, once proven.
             var reuse: (record: InstallRecord, zip: String, copied: [UInt64: UInt64])?
             if let base {
@@ -517,7 +520,7 @@ public final class BundleInstaller: Sendable {
                 // turns out not to need it).
                 let stopHashing = NIOLockedValueBox(false)
                 async let keptIntact = withTaskCancellationHandler {
-                    (try? await pool.run { FileHashing.sha256(ofFileAt: base.path, stop: { stopHashing.withLockedValue { $0 } })?.hexString == base.record.sha256 }) ?? false
+                    (try? await executor.run { FileHashing.sha256(ofFileAt: base.path, stop: { stopHashing.withLockedValue { $0 } })?.hexString == base.record.sha256 }) ?? false
                 } onCancel: {
                     stopHashing.withLockedValue { $0 = true }
                 }
@@ -612,11 +615,11 @@ public final class BundleInstaller: Sendable {
         try Identifier.validate(appId, as: .app)
         try Identifier.validate(versionId, as: .version)
         if let keyId { try Identifier.validate(keyId, as: .key) }
-        CryptoRuntime.warmUp()
+        CryptoRuntime.warmUp(on: executor)
         // The bundle is read once, into the copy the cache keeps: its digest is what is verified.
         return try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
             let zip = scratch + "/bundle.zip"
-            let (sha256, size) = try await pool.run { try FileHashing.copyBundle(at: path, to: zip) }
+            let (sha256, size) = try await executor.run { try FileHashing.copyBundle(at: path, to: zip) }
             let outcome = await verifier.check(signature: signature, keyId: keyId, explicitKey: publicKey, versionId: versionId, sha256: sha256)
             try enforce(outcome)
             let files = try await unpack(zip, into: stage, appId: appId, versionId: versionId, keepAs: sha256.hexString)
@@ -633,7 +636,7 @@ public final class BundleInstaller: Sendable {
     /// this made are deleted before the error is thrown, so that the cache is exactly as it was.
     private func withLockedStage<T>(appId: String, versionId: String, _ body: (_ scratch: String, _ stage: String) async throws -> T) async throws -> T {
         let cache = self.cache
-        let created = try await pool.run { () throws -> [String] in
+        let created = try await executor.run { () throws -> [String] in
             let created = try cache.prepare()
             cache.sweep()
             return created
@@ -641,23 +644,23 @@ public final class BundleInstaller: Sendable {
         do {
             let lock = try await cache.lock(appId: appId, versionId: versionId)
             defer { withExtendedLifetime(lock) {} }
-            let scratch = try await pool.run { try cache.freshScratch(appId: appId, versionId: versionId) }
+            let scratch = try await executor.run { try cache.freshScratch(appId: appId, versionId: versionId) }
             do {
                 let stage = scratch + "/stage"
-                try await pool.run { guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) } }
+                try await executor.run { guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) } }
                 let outcome = try await body(scratch, stage)
-                try? await pool.runToCompletion { cache.discard(scratch) }
+                try? await executor.runToCompletion { cache.discard(scratch) }
                 background.run(name: "miniapp.trash") { cache.emptyTrash(orphans: true) }
                 return outcome
             } catch {
-                try? await pool.runToCompletion {
+                try? await executor.runToCompletion {
                     cache.discard(scratch)
                     cache.emptyTrash()
                 }
                 throw error
             }
         } catch {
-            try? await pool.runToCompletion { cache.removeIfEmpty(created) }
+            try? await executor.runToCompletion { cache.removeIfEmpty(created) }
             throw error
         }
     }
@@ -691,7 +694,7 @@ public final class BundleInstaller: Sendable {
         let keyStore = verifier.keyStore
         let background = self.background
         let staged = record
-        var committed = try await pool.runToCompletion { () throws -> InstallRecord in
+        var committed = try await executor.runToCompletion { () throws -> InstallRecord in
             var committed = try cache.commit(stage: stage, record: staged)
             if let key = outcome.fetchedKey { keyStore?.store(key) }
             committed.zipBytes = cache.keptZipBytes(committed)
@@ -724,7 +727,7 @@ public final class BundleInstaller: Sendable {
         let limits = configuration.extraction
         let cache = self.cache
         let logger = self.logger
-        return try await pool.run {
+        return try await executor.run {
             let raw = stage + "/raw"
             var extractor = ArchiveExtractor(limits: limits)
             extractor.fileMode = 0o444
@@ -813,7 +816,7 @@ public final class BundleInstaller: Sendable {
         }
         guard files.contains(where: { $0.path == "index.html" }) else { throw ArchiveError.missingIndex }
         let sorted = files.sorted { $0.path < $1.path }
-        try await pool.run {
+        try await executor.run {
             _ = try BundleManifest.read(bundleDirectory: bundle)
             try Self.writeFileList(sorted, stage: stage)
         }

@@ -32,19 +32,19 @@ final class RangeSupport: Sendable {
     private let known = NIOLockedValueBox<[String: Bool]>([:])
     private let unsaved = NIOLockedValueBox<Set<String>>([])
     private let directory: String?
-    private let pool: BlockingPool?
+    private let executor: BlockingExecutor?
 
-    init(directory: String? = nil, pool: BlockingPool? = nil) {
+    init(directory: String? = nil, executor: BlockingExecutor? = nil) {
         self.directory = directory
-        self.pool = pool
+        self.executor = executor
     }
 
     /// Whether the origin of `url` answers several ranges in one request; `nil` until learnt.
     func multipart(_ url: String) async -> Bool? {
         let origin = Self.origin(url)
         if let known = known.withLockedValue({ $0[origin] }) { return known }
-        guard let path = path(origin), let pool else { return nil }
-        let stored = try? await pool.run { () -> Bool? in
+        guard let path = path(origin), let executor else { return nil }
+        let stored = try? await executor.run { () -> Bool? in
             switch FileReading.contents(path, followingLinks: false).map({ String(decoding: $0, as: UTF8.self) }) {
             case "multi"?: return true
             case "single"?: return false
@@ -72,12 +72,12 @@ final class RangeSupport: Sendable {
             defer { origins = [] }
             return origins
         }
-        guard let directory, let pool, !origins.isEmpty else { return }
+        guard let directory, let executor, !origins.isEmpty else { return }
         let answers = known.withLockedValue { known in origins.compactMap { origin in known[origin].map { (origin, $0) } } }
         let paths = answers.compactMap { answer in path(answer.0).map { ($0, answer.1) } }
         // Only into a real folder (a link planted in its place is not followed); each file written
         // whole, then renamed: readers see the old answer or the new one.
-        try? await pool.run {
+        try? await executor.run {
             mkdir(directory, 0o755)
             guard BundleCache.isRealDirectory(directory) else { return }
             for (path, multipart) in paths {
@@ -208,9 +208,9 @@ private final class DeltaRun: @unchecked Sendable {
     }
 
     func perform(path: String, base: String, predict: Bool) async throws -> DeltaOutcome {
-        let pool = downloader.pool
+        let executor = downloader.executor
         let maxEntries = self.maxEntries
-        guard let (old, descriptor) = try? await pool.run({ (try ZipLayout.read(base, maxEntries: maxEntries), open(base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) }) else {
+        guard let (old, descriptor) = try? await executor.run({ (try ZipLayout.read(base, maxEntries: maxEntries), open(base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) }) else {
             throw Stop.unusable("the kept zip cannot be read")
         }
         baseDescriptor = descriptor
@@ -275,7 +275,7 @@ private final class DeltaRun: @unchecked Sendable {
             "url": "\(url)", "reused": "\(plan.reusedBytes)", "ranges": "\(ranges.count)",
             "fetch": "\(ranges.reduce(0) { $0 + $1.count })", "size": "\(size)", "predicted": "\(plan.predicts)",
         ])
-        sink = try DownloadSink(path: path)
+        sink = try DownloadSink(path: path, executor: downloader.executor)
 
         // 2. The ranges that changed, copying what did not in between, in order.
         if ranges.count > 1, await downloader.rangeSupport.multipart(url) == nil, await probed == false {
@@ -350,7 +350,7 @@ private final class DeltaRun: @unchecked Sendable {
         guard !candidates.isEmpty else { return [:] }
         let descriptor = baseDescriptor
         let start = tailStart
-        return (try? await downloader.pool.run { () -> [UInt64: UInt64] in
+        return (try? await downloader.executor.run { () -> [UInt64: UInt64] in
             var equal: [UInt64: UInt64] = [:]
             var buffer = [UInt8](repeating: 0, count: candidates.map(\.length).max() ?? 0)
             for candidate in candidates {
@@ -371,7 +371,7 @@ private final class DeltaRun: @unchecked Sendable {
         let copies = Array(dataCopies.values)
         guard !copies.isEmpty else { return [:] }
         let base = baseDescriptor
-        return (try? await downloader.pool.run { () -> [UInt64: UInt64] in
+        return (try? await downloader.executor.run { () -> [UInt64: UInt64] in
             let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             guard descriptor >= 0 else { return [:] }
             defer { close(descriptor) }
@@ -619,7 +619,7 @@ private final class DeltaRun: @unchecked Sendable {
             existing.restart()
             sink = existing
         } else {
-            sink = try DownloadSink(path: path)
+            sink = try DownloadSink(path: path, executor: downloader.executor)
             self.sink = sink
         }
         let total = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
@@ -732,7 +732,7 @@ private final class DeltaRun: @unchecked Sendable {
             }
             let descriptor = baseDescriptor
             let length = Self.readAheadBytes
-            let buffer = try await downloader.pool.run { () throws -> ByteBuffer in
+            let buffer = try await downloader.executor.run { () throws -> ByteBuffer in
                 var buffer = ByteBufferAllocator().buffer(capacity: length)
                 buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { raw in
                     var done = 0

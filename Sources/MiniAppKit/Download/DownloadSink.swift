@@ -36,15 +36,14 @@ final class DownloadSink: @unchecked Sendable {
     private var digest = SHA256Digest()
     private var written: Int64 = 0
 
-    /// A sink writing a new file at `path`.
-    init(path: String) throws(DownloadError) {
+    /// A sink writing a new file at `path`, on a thread of its own from `executor`.
+    init(path: String, executor: BlockingExecutor) throws(DownloadError) {
         self.path = path
         descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw BundleDownloader.ioError(path) }
-        guard WorkerThreads.detach(name: "miniapp.sink", { self.write() }) else {
-            let error = errno
+        guard executor.startThread(name: "miniapp.sink", { self.write() }) else {
             Glibc.close(descriptor)
-            throw BundleDownloader.ioError(path, errorNumber: error)
+            throw BundleDownloader.ioError(path, errorNumber: EAGAIN)
         }
     }
 

@@ -2,17 +2,20 @@ import Foundation
 import Synchronization
 import MiniAppCore
 import MiniAppPermissions
+import Logging
 
 /// The installer's way to the permission store: the store a host handed in, or the configured one
 /// (by default the SQLite store in the cache directory), opened once when first needed and kept.
-final class PermissionAccess: Sendable {
+package final class PermissionAccess: Sendable {
     private let given: PermissionStore?
     private let location: PermissionStoreLocation
     private let lockTimeout: Duration
     private let timeouts: PermissionStoreTimeouts
+    private let executor: BlockingExecutor
     private let opened = Mutex<PermissionStore?>(nil)
 
-    init(store: PermissionStore?, configuration: MiniAppConfiguration) {
+    init(store: PermissionStore?, configuration: MiniAppConfiguration, executor: BlockingExecutor) {
+        self.executor = executor
         self.given = store
         self.location = configuration.permissionStoreLocation
         self.lockTimeout = min(configuration.lockTimeout, .seconds(10))
@@ -26,7 +29,23 @@ final class PermissionAccess: Sendable {
         if let given { return given }
         if let store = opened.withLock({ $0 }) { return store }
         if case .sqlite(let path) = location, access(path, F_OK) != 0 { return nil }
-        let store = try await PermissionStore.open(location, lockTimeout: lockTimeout, timeouts: timeouts)
+        return try await open(lockTimeout: lockTimeout, logger: nil)
+    }
+
+    /// The store, opened now (and created when it is a SQLite file that does not exist yet) unless it
+    /// is open already: for the callers that read and write decisions. `lockTimeout` and `logger` apply
+    /// only when it is opened here.
+    func openedStore(lockTimeout: Duration, logger: Logger) async throws -> PermissionStore {
+        if let given { return given }
+        if let store = opened.withLock({ $0 }) { return store }
+        return try await open(lockTimeout: lockTimeout, logger: logger)
+    }
+
+    private func open(lockTimeout: Duration, logger: Logger?) async throws -> PermissionStore {
+        let store = try await PermissionStore.open(
+            location, executor: executor, lockTimeout: lockTimeout, timeouts: timeouts,
+            logger: logger ?? Logger(label: "miniapp.permissions", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
         let kept = opened.withLock { current in
             if let current { return current }
             current = store

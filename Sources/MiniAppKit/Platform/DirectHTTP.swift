@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import NIOCore
 import NIOHTTP1
-public import NIOPosix
+import NIOPosix
 import Synchronization
 
 /// How a ``PlatformClient`` reaches its platform.
@@ -10,13 +10,13 @@ public enum PlatformConnections: Sendable {
     /// Through AsyncHTTPClient, whose connections are kept and reused: for a long-running host.
     case pooled
     /// For a process that makes a few requests and exits, such as a command-line tool: each plain
-    /// `http://` request goes on a connection of its own, made and read with blocking calls on
-    /// `threadPool` (never on Swift's cooperative pool), with the same headers, timeouts, size limit
+    /// `http://` request goes on a connection of its own, made and read with blocking calls on the
+    /// client's ``BlockingExecutor`` (never on Swift's cooperative pool), with the same headers, timeouts, size limit
     /// and retries. It spares the several milliseconds that AsyncHTTPClient's first request spends
     /// setting itself up. A ``BundleInstaller`` with such a platform fetches plain `http://` zips on
     /// connections of their own too, each read on a thread of its download's own. `https://`, and a
     /// client given its own `HTTPClient`, are still served by AsyncHTTPClient.
-    case perRequest(threadPool: NIOThreadPool)
+    case perRequest
 }
 
 /// Where a platform request sent on a connection of its own goes: the host and port to connect to,

@@ -1,6 +1,5 @@
 public import AsyncHTTPClient
 public import Logging
-public import NIOPosix
 public import MiniAppCore
 
 /// The platform API of platform-api.md, whatever serves it: a remote platform or a local registry.
@@ -26,30 +25,30 @@ public protocol PlatformAPI: Sendable {
 /// Opens the platform a configuration names.
 public enum Platforms {
     /// A ``PlatformClient`` for a URL, a ``RegistryPlatform`` for a registry directory.
-    /// A host may give its own `httpClient` for a remote platform (see ``PlatformClient``) and the
-    /// `threadPool` that a registry directory is read on; a short-lived process may ask for
-    /// `connections: .perRequest(threadPool:)` (see ``PlatformConnections``).
+    /// A host may give its own `httpClient` for a remote platform (see ``PlatformClient``); a registry
+    /// directory is read on `executor`; a short-lived process may ask for `connections: .perRequest`
+    /// (see ``PlatformConnections``). ``MiniAppRuntime`` opens the one a process uses.
     public static func open(
-        _ configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil, threadPool: NIOThreadPool = .singleton,
+        _ configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil, executor: BlockingExecutor,
         connections: PlatformConnections = .pooled, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws -> any PlatformAPI {
         switch configuration.platform {
         case nil:
             throw ConfigurationError.missingPlatform
         case .registry(let path)?:
-            return try RegistryPlatform(root: path, preview: configuration.preview, threadPool: threadPool)
+            return try RegistryPlatform(root: path, preview: configuration.preview, executor: executor)
         case .remote?:
-            return try PlatformClient(configuration: configuration, httpClient: httpClient, connections: connections, logger: logger)
+            return try PlatformClient(configuration: configuration, httpClient: httpClient, executor: executor, connections: connections, logger: logger)
         }
     }
 
     /// Runs `body` with the configured platform and closes it afterwards.
     package static func with<Result: Sendable>(
-        _ configuration: MiniAppConfiguration, connections: PlatformConnections = .pooled,
+        _ configuration: MiniAppConfiguration, executor: BlockingExecutor, connections: PlatformConnections = .pooled,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ body: (any PlatformAPI) async throws -> Result
     ) async throws -> Result {
-        let platform = try open(configuration, connections: connections, logger: logger)
+        let platform = try open(configuration, executor: executor, connections: connections, logger: logger)
         do {
             let result = try await body(platform)
             await platform.close()

@@ -86,15 +86,15 @@ extension PlatformClient {
     }
 
     /// Sends one GET of `target` (path and query under the base URL), on a connection of its own when
-    /// the client was made with ``PlatformConnections/perRequest(threadPool:)`` for a plain `http://`
+    /// the client was made with ``PlatformConnections/perRequest`` for a plain `http://`
     /// platform, else through AsyncHTTPClient.
     private func send(url: String, target: String, until deadline: ContinuousClock.Instant) async throws -> HTTPAnswer {
         if let direct {
             let canceller = SocketCanceller()
             let (headers, network) = (requestHeaders, network)
             return try await withTaskCancellationHandler {
-                try await direct.threadPool.runIfActive {
-                    try DirectHTTP.get(direct.endpoint, target: direct.endpoint.basePath + target, headers: headers, network: network, deadline: deadline, canceller: canceller)
+                try await executor.run {
+                    try DirectHTTP.get(direct, target: direct.basePath + target, headers: headers, network: network, deadline: deadline, canceller: canceller)
                 }
             } onCancel: {
                 canceller.cancel()

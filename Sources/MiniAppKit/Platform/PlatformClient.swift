@@ -9,7 +9,7 @@ public import MiniAppCore
 
 /// A client for a remote platform API over HTTP, with retries, timeouts and lenient decoding.
 ///
-/// Create one per configuration (``Platforms/open(_:httpClient:threadPool:connections:logger:)`` picks it
+/// Create one per configuration (``Platforms/open(_:httpClient:executor:connections:logger:)`` picks it
 /// for a remote platform) and call ``shutdown()`` when done.
 public final class PlatformClient: PlatformAPI {
     /// The base URL, ending with `/`.
@@ -22,8 +22,11 @@ public final class PlatformClient: PlatformAPI {
     let network: NetworkSettings
     let logger: Logger
     let httpConnections: LazyHTTPClient
-    /// Where plain `http://` requests go on connections of their own (``PlatformConnections/perRequest(threadPool:)``).
-    let direct: (endpoint: DirectEndpoint, threadPool: NIOThreadPool)?
+    /// Where blocking work runs: the app list's reading, and plain `http://` requests on connections of
+    /// their own (``PlatformConnections/perRequest``).
+    let executor: BlockingExecutor
+    /// Where plain `http://` requests go on connections of their own (``PlatformConnections/perRequest``).
+    let direct: DirectEndpoint?
 
     /// A client for the platform at `baseURL`.
     ///
@@ -31,10 +34,11 @@ public final class PlatformClient: PlatformAPI {
     /// A host may give its own `httpClient` (its event loops, TLS, proxy, tracing), which stays the
     /// host's to shut down; it should not follow redirects (`redirectConfiguration: .disallow`), since
     /// the subscription key travels in a header that a redirect to another origin would carry along.
-    /// A short-lived process may ask for `connections: .perRequest(threadPool:)` (see ``PlatformConnections``).
+    /// A short-lived process may ask for `connections: .perRequest` (see ``PlatformConnections``), whose
+    /// requests run on `executor`.
     public init(
         baseURL: URL, projectId: String, subscriptionKey: String? = nil, preview: Bool = false,
-        network: NetworkSettings = NetworkSettings(), httpClient: HTTPClient? = nil, connections: PlatformConnections = .pooled,
+        network: NetworkSettings = NetworkSettings(), httpClient: HTTPClient? = nil, executor: BlockingExecutor, connections: PlatformConnections = .pooled,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.baseURL = baseURL.absoluteString.hasSuffix("/") ? baseURL : baseURL.appendingPathComponent("")
@@ -43,8 +47,9 @@ public final class PlatformClient: PlatformAPI {
         self.preview = preview
         self.network = network
         self.logger = logger
-        if httpClient == nil, case .perRequest(let threadPool) = connections, let endpoint = DirectEndpoint(baseURL: self.baseURL) {
-            self.direct = (endpoint, threadPool)
+        self.executor = executor
+        if httpClient == nil, case .perRequest = connections, let endpoint = DirectEndpoint(baseURL: self.baseURL) {
+            self.direct = endpoint
         } else {
             self.direct = nil
         }
@@ -58,7 +63,7 @@ public final class PlatformClient: PlatformAPI {
 
     /// A client for the remote platform that `configuration` names.
     public convenience init(
-        configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil, connections: PlatformConnections = .pooled,
+        configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil, executor: BlockingExecutor, connections: PlatformConnections = .pooled,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(ConfigurationError) {
         switch configuration.platform {
@@ -70,7 +75,7 @@ public final class PlatformClient: PlatformAPI {
             guard let projectId = configuration.projectId else { throw .missingProjectId }
             self.init(baseURL: url, projectId: projectId, subscriptionKey: configuration.subscriptionKey,
                       preview: configuration.preview, network: configuration.network, httpClient: httpClient,
-                      connections: connections, logger: logger)
+                      executor: executor, connections: connections, logger: logger)
         }
     }
 

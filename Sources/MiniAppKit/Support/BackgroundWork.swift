@@ -2,12 +2,18 @@ import Dispatch
 import MiniAppCore
 import Synchronization
 
-/// Work handed to threads of its own, which ``wait()`` waits for: freeing what an install no longer
-/// needs (a 25 MB zip takes 3.5 ms to delete) while the install goes on to commit.
+/// Work handed to threads of their own from the executor, which ``wait()`` waits for: freeing what an
+/// install no longer needs (a 25 MB zip takes 3.5 ms to delete) while the install goes on to commit.
 final class BackgroundWork: Sendable {
+    private let executor: BlockingExecutor
     private let group = DispatchGroup()
     /// Work handed over and not finished yet.
     private let pending = Atomic<Int>(0)
+
+    /// Work on threads of `executor`.
+    init(executor: BlockingExecutor) {
+        self.executor = executor
+    }
 
     /// Runs `body` on a thread named `name`, or here when no thread can be had.
     func run(name: String, _ body: @escaping @Sendable () -> Void) {
@@ -19,7 +25,7 @@ final class BackgroundWork: Sendable {
             pending.subtract(1, ordering: .releasing)
             group.leave()
         }
-        guard WorkerThreads.detach(name: name, work) else {
+        guard executor.startThread(name: name, work) else {
             work()
             return
         }

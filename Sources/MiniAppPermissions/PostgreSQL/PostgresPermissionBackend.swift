@@ -77,11 +77,13 @@ final class PostgresPermissionBackend: PermissionBackend {
     }
 
     /// Connects, creates or migrates the tables when they are behind, and keeps the connection.
-    /// The TLS setup reads the system's trust store: it runs on NIO's thread pool, not the caller's thread.
-    static func open(_ settings: PostgresLocation, timeouts: PermissionStoreTimeouts, logger: Logger) async throws(PermissionStoreError) -> PostgresPermissionBackend {
+    /// The TLS setup reads the system's trust store: it runs on `executor`, not the caller's thread.
+    static func open(
+        _ settings: PostgresLocation, timeouts: PermissionStoreTimeouts, executor: BlockingExecutor, logger: Logger
+    ) async throws(PermissionStoreError) -> PostgresPermissionBackend {
         let made: Result<PostgresPermissionBackend, PermissionStoreError>
         do {
-            made = try await NIOThreadPool.singleton.runIfActive {
+            made = try await executor.run {
                 Result { () throws(PermissionStoreError) in try PostgresPermissionBackend(settings: settings, timeouts: timeouts, logger: logger) }
             }
         } catch {

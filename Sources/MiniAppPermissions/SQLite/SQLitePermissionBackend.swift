@@ -20,27 +20,37 @@ final class SQLitePermissionBackend: PermissionBackend {
     /// for another process's write transaction.
     private let writable: Mutex<DatabasePool?>
     private let busySeconds: Double
+    /// Where opening the writing connections runs.
+    private let executor: BlockingExecutor
 
     var name: String { path }
 
-    /// Opens the store at `path`, creating and migrating it when needed, on a thread of its own: the
-    /// open may wait up to `lockTimeout` for other processes.
-    static func open(path: String, lockTimeout: Duration) async throws(PermissionStoreError) -> SQLitePermissionBackend {
-        let outcome: Result<SQLitePermissionBackend, PermissionStoreError> = await withCheckedContinuation { continuation in
-            let started = WorkerThreads.detach(name: "miniapp.store-open") {
-                continuation.resume(returning: Result { () throws(PermissionStoreError) in try SQLitePermissionBackend(path: path, lockTimeout: lockTimeout) })
-            }
-            if !started {
-                continuation.resume(returning: .failure(.unavailable(path: path, reason: "no thread could be started to open it")))
-            }
+    /// Opens the store at `path`, creating and migrating it when needed, on `executor`: the open may
+    /// wait up to `lockTimeout` for other processes.
+    static func open(path: String, lockTimeout: Duration, executor: BlockingExecutor) async throws(PermissionStoreError) -> SQLitePermissionBackend {
+        try await Self.blocking(on: executor, path: path) { () throws(PermissionStoreError) in
+            try SQLitePermissionBackend(path: path, lockTimeout: lockTimeout, executor: executor)
+        }
+    }
+
+    /// Runs blocking `body` on `executor` and waits for it.
+    private static func blocking<T: Sendable>(
+        on executor: BlockingExecutor, path: String, _ body: @escaping @Sendable () throws(PermissionStoreError) -> T
+    ) async throws(PermissionStoreError) -> T {
+        let outcome: Result<T, PermissionStoreError>
+        do {
+            outcome = try await executor.run { Result { () throws(PermissionStoreError) in try body() } }
+        } catch {
+            throw .unavailable(path: path, reason: "no thread was free to open it")
         }
         return try outcome.get()
     }
 
     /// Opens the store on the calling thread, which may block up to `lockTimeout`: only ever on the
-    /// thread ``open(path:lockTimeout:)`` starts for it.
-    private init(path: String, lockTimeout: Duration) throws(PermissionStoreError) {
+    /// executor, from ``open(path:lockTimeout:executor:)``.
+    private init(path: String, lockTimeout: Duration, executor: BlockingExecutor) throws(PermissionStoreError) {
         self.path = path
+        self.executor = executor
         let cacheDirectory = (path as NSString).deletingLastPathComponent
         do {
             try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
@@ -111,25 +121,19 @@ final class SQLitePermissionBackend: PermissionBackend {
         return configuration
     }
 
-    /// The writing connections, opened on a thread of their own the first time.
+    /// The writing connections, opened on the executor the first time.
     private func writer() async throws(PermissionStoreError) -> DatabasePool {
         if let pool = writable.withLock({ $0 }) { return pool }
         let (path, seconds) = (self.path, busySeconds)
-        let outcome: Result<DatabasePool, PermissionStoreError> = await withCheckedContinuation { continuation in
-            let started = WorkerThreads.detach(name: "miniapp.store-open") {
-                continuation.resume(returning: Result { () throws(PermissionStoreError) in
-                    do {
-                        let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: false))
-                        for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
-                        return pool
-                    } catch {
-                        throw Self.storeError(error, path: path)
-                    }
-                })
+        let opened = try await Self.blocking(on: executor, path: path) { () throws(PermissionStoreError) in
+            do {
+                let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: false))
+                for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
+                return pool
+            } catch {
+                throw Self.storeError(error, path: path)
             }
-            if !started { continuation.resume(returning: .failure(.unavailable(path: path, reason: "no thread could be started to open it"))) }
         }
-        let opened = try outcome.get()
         return writable.withLock { pool in
             if let pool { return pool }
             pool = opened
