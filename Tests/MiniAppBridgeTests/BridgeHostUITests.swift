@@ -17,12 +17,14 @@ import Testing
     final class Host: BridgeHostServices {
         let agrees: Bool
         let shown = Mutex<[String]>([])
+        let shared = Mutex<BridgeShare?>(nil)
         let profile = HostProfile.sample
 
         init(agrees: Bool) { self.agrees = agrees }
 
         func share(appId: String, _ item: BridgeShare) async throws(BridgeFailure) {
             shown.withLock { $0.append("share \(item.content) \(item.url ?? "-") \(item.image?.count ?? 0)") }
+            shared.withLock { $0 = item }
         }
         func loadAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure) { try await profile.loadAd(appId: appId, ad) }
         func showAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure) -> BridgeReward? { try await profile.showAd(appId: appId, ad) }
@@ -142,6 +144,7 @@ import Testing
         #expect(JSONText.encode(message.param).utf8.count > 2 << 20)
         #expect(await pair.0.reply(to: message, capability: pair.1).outcome == .success("SUCCESS"))
         #expect(host.shown.withLock { $0 } == ["share hello https://example.com/ 700000"])
+        #expect(host.shared.withLock { $0 } == BridgeShare(content: "hello", url: "https://example.com/", image: (0..<700_000).map { UInt8($0 % 256) }))
         #expect(failureType(await call(pair, "shareInfo", .object(["shareInfo": .object(["content": .string("")])]))) == "MiniAppError")
         #expect(failureType(await call(pair, "shareInfo", .object(["shareInfo": .object(["content": .string("x"), "imageData": .array([.number(256)])])]))) == "InvalidParametersError")
     }
