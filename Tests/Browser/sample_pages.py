@@ -126,6 +126,12 @@ def run_setup(driver, setup, port_cache):
             button = driver.find_elements(By.CSS_SELECTOR, '[data-sample-button="%d"]' % index)
             if not button or not button[0].is_displayed() or not button[0].is_enabled():
                 continue
+            # The browser's own dialogs stop the driver while they are open: they are answered as a user
+            # who accepts them would, and counted.
+            driver.execute_script('window.__dialogs = window.__dialogs || [];'
+                                  ' window.alert = function (m) { window.__dialogs.push(String(m)); };'
+                                  ' window.confirm = function (m) { window.__dialogs.push(String(m)); return true; };'
+                                  ' window.prompt = function (m, d) { window.__dialogs.push(String(m)); return d === undefined ? "" : d; };')
             try:
                 button[0].click()
             except Exception:
