@@ -35,7 +35,7 @@ public final class BlockingExecutor: Sendable {
     /// An executor whose pool has `poolThreads` threads (by default one per processor this process may
     /// run on, 2 to 16) and that runs at most `maxOwnThreads` threads of their own at once. Nothing
     /// starts until the first use.
-    public init(poolThreads: Int? = nil, maxOwnThreads: Int = 64) {
+    public init(poolThreads: Int? = nil, maxOwnThreads: Int = 256) {
         self.poolThreads = max(poolThreads ?? min(max(ProcessEnvironment.processorCount, 2), 16), 1)
         self.maxOwnThreads = max(maxOwnThreads, 1)
     }
