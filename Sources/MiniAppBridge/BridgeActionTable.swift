@@ -190,6 +190,10 @@ extension BridgeDispatcher {
               BridgeScriptMethod(["notificationBridge.shouldUpdateBadgeNumber", "shouldUpdateBadgeNumber"], arguments: "info", param: "{ notificationInfo: info }", .raw, parsesErrors: false)),
         .init("shouldUpdateNotificationInfo",
               BridgeScriptMethod(["notificationBridge.shouldUpdateNotificationInfo", "shouldUpdateNotificationInfo"], arguments: "info", param: "{ notificationDetailedInfo: info }", .raw, parsesErrors: false)),
+        // The device's position, as iOS hosts answer it; the browser host's script routes the frame's
+        // `navigator.geolocation` through it, so the frame needs no permission of its own.
+        .init("getCurrentPosition", permission: .location,
+              BridgeScriptMethod(["getCurrentPosition"], arguments: "options", param: "{ locationOptions: options === undefined ? null : options }", .json, parsesErrors: false)),
         .init("getImageFromGallery", BridgeScriptMethod(["galleryManager.getImageFromGallery", "getImageFromGallery"], .json, parsesErrors: true)),
         // What a browser cannot do: the SDK's not-supported error, unless the host has an action of that name.
         .init("launchAppUsingDeeplink", .notSupported,

@@ -44,6 +44,12 @@ extension BridgeDispatcher {
             if let mimeType = image.mimeType { fields["mimeType"] = .string(mimeType) }
             if let filename = image.filename { fields["filename"] = .string(filename) }
             return .some(JSONText.encode(.object(fields)))
+        case "getCurrentPosition":
+            let position = try await services.currentPosition(appId: appId)
+            guard (-90...90).contains(position.latitude), (-180...180).contains(position.longitude) else {
+                throw BridgeFailure(type: "POSITION_UNAVAILABLE", message: "the host's position is not on Earth")
+            }
+            return .some(JSONText.encode(position.json()))
         // A browser has back and forward already, and its frames are the host's own web view.
         case "allowBackForwardNavigationGestures", "forceInternalWebView": return "true"
         // A browser has no other app installed that it could find.

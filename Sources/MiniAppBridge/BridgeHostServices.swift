@@ -65,6 +65,9 @@ public protocol BridgeHostServices: Sendable {
     func loadHTML(appId: String, html: String, callbackURL: String) async throws(BridgeFailure) -> String?
     /// Lets the user pick an image (`getImageFromGallery`); throws when the user picked none.
     func imageFromGallery(appId: String) async throws(BridgeFailure) -> BridgeImage
+    /// The device's position (`getCurrentPosition`, LOCATION checked first); throws `PERMISSION_DENIED`
+    /// or `POSITION_UNAVAILABLE` as the Geolocation API names its errors.
+    func currentPosition(appId: String) async throws(BridgeFailure) -> BridgePosition
 }
 
 extension BridgeHostServices {
@@ -103,6 +106,37 @@ extension BridgeHostServices {
         throw .notSupported("loadUsingHTMLString")
     }
     public func imageFromGallery(appId: String) async throws(BridgeFailure) -> BridgeImage { throw .notSupported("getImageFromGallery") }
+    public func currentPosition(appId: String) async throws(BridgeFailure) -> BridgePosition { throw .notSupported("getCurrentPosition") }
+}
+
+/// A position, as the Geolocation API's `GeolocationCoordinates`.
+public struct BridgePosition: Sendable, Equatable, Codable {
+    public var latitude: Double
+    public var longitude: Double
+    /// Meters.
+    public var accuracy: Double?
+    /// Meters above the WGS 84 ellipsoid.
+    public var altitude: Double?
+
+    /// A position.
+    public init(latitude: Double, longitude: Double, accuracy: Double? = nil, altitude: Double? = nil) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.accuracy = accuracy
+        self.altitude = altitude
+    }
+
+    /// `{"coords": {...}, "timestamp"}`, as `navigator.geolocation` hands a position (`null` for what
+    /// is unknown).
+    package func json(at date: Date = Date()) -> JSONValue {
+        .object([
+            "coords": .object([
+                "latitude": .number(latitude), "longitude": .number(longitude), "accuracy": .number(accuracy ?? 0),
+                "altitude": altitude.map { .number($0) } ?? .null, "altitudeAccuracy": .null, "heading": .null, "speed": .null,
+            ]),
+            "timestamp": .number((date.timeIntervalSince1970 * 1000).rounded()),
+        ])
+    }
 }
 
 /// What an app shares (`shareInfo`).

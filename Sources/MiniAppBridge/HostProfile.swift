@@ -13,7 +13,8 @@ import MiniAppCore
 ///  "ads": {"fill": true, "reward": {"type": "coin", "amount": 10}},
 ///  "products": [{"id": "gem-10", "title": "10 gems", "description": "A handful",
 ///                "productPrice": {"currencyCode": "JPY", "price": "120"}}],
-///  "cookies": [{"name": "session", "value": "abc"}]}
+///  "cookies": [{"name": "session", "value": "abc"}],
+///  "location": {"latitude": 35.6812, "longitude": 139.7671, "accuracy": 20}}
 /// ```
 /// Every key is optional; what is missing is answered as not supported, except `loggedIn` (logged in
 /// when there is a `userName`) and `cookies` (none but the app's own).
@@ -40,6 +41,8 @@ public struct HostProfile: Sendable, Equatable, Codable, BridgeHostServices {
     public var products: [BridgeProduct]?
     /// Cookies the host holds for every app, besides each app's own.
     public var cookies: [BridgeCookie]?
+    /// The device's position; without it, a browser host asks the browser's geolocation.
+    public var location: BridgePosition?
 
     /// What the host's ads do.
     public struct Ads: Sendable, Equatable, Codable {
@@ -65,7 +68,7 @@ public struct HostProfile: Sendable, Equatable, Codable, BridgeHostServices {
         guard case .object(let fields) = document else { throw .malformed("it is not a JSON object") }
         let known: Set<String> = [
             "userName", "profilePhoto", "phoneNumber", "contacts", "accessTokens", "tokenLifetimeSeconds", "points", "loggedIn",
-            "locale", "hostVersion", "darkMode", "ads", "products", "cookies",
+            "locale", "hostVersion", "darkMode", "ads", "products", "cookies", "location",
         ]
         if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
             throw .malformed("unknown key \"\(Sanitizer.printable(unknown, limit: 40))\" (known: \(known.sorted().joined(separator: ", ")))")
@@ -144,6 +147,11 @@ public struct HostProfile: Sendable, Equatable, Codable, BridgeHostServices {
     }
 
     public func cookies(appId: String) async throws(BridgeFailure) -> [BridgeCookie] { cookies ?? [] }
+
+    public func currentPosition(appId: String) async throws(BridgeFailure) -> BridgePosition {
+        guard let location else { throw .notSupported("getCurrentPosition") }
+        return location
+    }
 }
 
 /// A host profile that cannot be used.

@@ -136,6 +136,26 @@ var bridge = {
     private static let tail = #"""
 Object.defineProperty(window, 'MiniAppBridge', { value: bridge, writable: false, configurable: false, enumerable: true });
 window.addEventListener('miniappsecurestorageready', function () { bridge.isSecureStorageReady = true; });
+// The position comes as a native host gives it, through the bridge (LOCATION, then the user's device
+// decision on the host page): the frame itself is never allowed the browser's geolocation.
+if (navigator.geolocation) {
+  var watches = 0;
+  var locate = function (success, failure, options) {
+    call('getCurrentPosition', { locationOptions: options === undefined ? null : options }, 'json', false).then(function (position) {
+      if (typeof success === 'function') { success(position); }
+    }, function (error) {
+      var input;
+      try { input = JSON.parse(error); } catch (e) { input = { message: String(error) }; }
+      var code = input.type === 'POSITION_UNAVAILABLE' || input.type === 'NotSupportedError' ? 2 : input.type === 'TIMEOUT' ? 3 : 1;
+      if (typeof failure === 'function') { failure({ code: code, message: String(input.message || error), PERMISSION_DENIED: 1, POSITION_UNAVAILABLE: 2, TIMEOUT: 3 }); }
+    });
+  };
+  try {
+    Object.defineProperty(navigator.geolocation, 'getCurrentPosition', { value: function (success, failure, options) { locate(success, failure, options); }, configurable: true });
+    Object.defineProperty(navigator.geolocation, 'watchPosition', { value: function (success, failure, options) { locate(success, failure, options); return ++watches; }, configurable: true });
+    Object.defineProperty(navigator.geolocation, 'clearWatch', { value: function () {}, configurable: true });
+  } catch (e) {}
+}
 window.addEventListener('miniappsecurestorageloaderror', function (event) { bridge.secureStorageLoadError = parseError(event.detail && event.detail.message); });
 function granted(value) {
   capability = value;

@@ -188,6 +188,23 @@ struct BrowserHostResponder: HTTPResponder {
             } catch {
                 return Self.json(.forbidden, ["error": .string(error.message)])
             }
+        case (.post, 3) where parts[0] == "apps" && parts[2] == "devices":
+            // The user decides the app's device permissions on the host page: `{"decisions": {"camera":
+            // "granted" | "denied" | "unknown"}}` (unknown forgets the decision).
+            guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
+            var request = request
+            let body = try await request.collectBody(upTo: 4096)
+            guard case .object(let fields)? = JSONReader.value(body.readableBytesView, maxDepth: 4), case .object(let items)? = fields["decisions"],
+                  items.allSatisfy({ BrowserHostServices.devices.contains($0.key) }) else {
+                return Self.json(.badRequest, ["error": .string("send {\"decisions\": {\"camera\" | \"microphone\" | \"location\": \"granted\" | \"denied\" | \"unknown\"}}")])
+            }
+            for (name, value) in items {
+                guard case .string(let text) = value, let status = DevicePermissionStatus(rawValue: text) else {
+                    return Self.json(.badRequest, ["error": .string("a device permission is granted, denied or unknown")])
+                }
+                try await host.store.setHostRecord(appId: app.appId, .device, key: name, value: status == .unknown ? nil : status.rawValue)
+            }
+            return try await state(of: app)
         case (.delete, 4) where parts[0] == "apps" && parts[2] == "grants":
             guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
             if let capability = BridgeCapability(token: parts[3]) { app.dispatcher.revoke(capability) }
@@ -220,8 +237,12 @@ struct BrowserHostResponder: HTTPResponder {
                 "reason": state.reason.map { .string($0) } ?? .null, "decided": .bool(state.decidedAt != nil),
             ])
         }
+        let devices = try await host.store.hostRecords(appId: app.appId, .device)
         return Self.json(.ok, [
             "id": .string(app.appId), "versionId": .string(app.record.versionId), "permissions": .array(items),
+            "devices": .object(Dictionary(uniqueKeysWithValues: BrowserHostServices.devices.map { name in
+                (name, .string(devices[name].flatMap(DevicePermissionStatus.init(rawValue:))?.rawValue ?? DevicePermissionStatus.unknown.rawValue))
+            })),
             "launch": .object(["allowed": .bool(missing.isEmpty), "missing": .array(missing.map { .string($0) })]),
         ])
     }

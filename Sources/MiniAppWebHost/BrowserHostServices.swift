@@ -18,6 +18,10 @@ final class BrowserHostServices: BridgeHostServices {
     /// The ads each app loaded and has not shown yet.
     private let loadedAds = Mutex<Set<BridgeAd>>([])
 
+    /// The device permissions the host page decides: camera and microphone reach the app's frame
+    /// through its `allow` attribute; location through the bridge.
+    static let devices = ["camera", "microphone", "location"]
+
     /// The biggest image the gallery picker hands an app.
     static let maxImageBytes = 2 << 20
 
@@ -209,6 +213,24 @@ final class BrowserHostServices: BridgeHostServices {
     func devicePermissionStatus(appId: String, name: String) async -> DevicePermissionStatus {
         guard let text = try? await store.hostRecord(appId: appId, .device, key: name.lowercased()) else { return .unknown }
         return DevicePermissionStatus(rawValue: text) ?? .unknown
+    }
+
+    func currentPosition(appId: String) async throws(BridgeFailure) -> BridgePosition {
+        guard await devicePermissionStatus(appId: appId, name: "location") == .granted else {
+            throw BridgeFailure(type: "PERMISSION_DENIED", message: "User denied Geolocation")
+        }
+        if let location = profile.location { return location }
+        // The host page asks its browser (the browser may ask its user) and answers at once.
+        let answer = try await board.show(HostSheet(appId: appId, kind: "location", payload: .null))
+        guard case .number(let latitude)? = answer?["latitude"], case .number(let longitude)? = answer?["longitude"] else {
+            var message = "the browser gave no position"
+            if case .string(let text)? = answer?["error"] { message = "the browser gave no position: " + Sanitizer.printable(text, limit: 200) }
+            throw BridgeFailure(type: "POSITION_UNAVAILABLE", message: message)
+        }
+        var position = BridgePosition(latitude: latitude, longitude: longitude)
+        if case .number(let accuracy)? = answer?["accuracy"] { position.accuracy = accuracy }
+        if case .number(let altitude)? = answer?["altitude"] { position.altitude = altitude }
+        return position
     }
 
     /// The image type the bytes start with, for the share sheet's preview.

@@ -14,7 +14,9 @@ import MiniAppBridge
 /// host's own user interface an app waits on, `data-sheet-id` and `data-sheet`: `share`, `ad`,
 /// `purchase`, `login`, `gallery` with `#sheet-file`, `message` with `input[data-contact="<id>"]`,
 /// `download`, `html`, `device`) with `#sheet-ok` and `#sheet-cancel`; `#host-log` rows
-/// `[data-info="<action>"]` for what apps sent the host.
+/// `[data-info="<action>"]` for what apps sent the host; `#devices` rows `[data-device="camera" |
+/// "microphone" | "location"]` with `data-status` and `button[data-action="granted" | "denied" |
+/// "unknown"]` (the frame is allowed the camera and microphone the user granted here).
 enum HostPage {
     static func html(appId: String?, appOrigin: String?, apps: [String], session: String) -> String {
         func attribute(_ text: String) -> String {
@@ -42,7 +44,7 @@ enum HostPage {
         <script src="/host.js"></script>
         </head>
         <body data-app="\(attribute(appId ?? ""))" data-origin="\(attribute(appOrigin ?? ""))" data-apps="\(attribute(apps.joined(separator: " ")))">
-        <div id="side"><h2 id="app-title"></h2><div id="status" role="status"></div><h3>Permissions</h3><div id="permissions"></div><h3>From the app</h3><div id="host-log"></div></div>
+        <div id="side"><h2 id="app-title"></h2><div id="status" role="status"></div><h3>Permissions</h3><div id="permissions"></div><h3>Device</h3><div id="devices"></div><h3>From the app</h3><div id="host-log"></div></div>
         <div id="main">
         <div id="gate" hidden><h3>Before this mini-app starts</h3><p>It needs these permissions:</p><div id="gate-items"></div>
         <button id="gate-allow">Allow and start</button> <button id="gate-deny">Deny</button><p id="gate-message"></p></div>
@@ -64,7 +66,7 @@ enum HostPage {
   var session, appId, appOrigin, prompts = [], shown = null, after = 0, sheets = [], sheet = null;
   // The capability held by the document in the app's frame, the greetings seen, and the greetings seen
   // at the frame's last load (a load without a greeting is a document without the bridge).
-  var grant = null, hellos = 0, hellosAtLoad = 0, externalTarget = null;
+  var grant = null, hellos = 0, hellosAtLoad = 0, externalTarget = null, allowed = '';
   function api(method, path, body) {
     return fetch('/api/' + path, {
       method: method, cache: 'no-store',
@@ -140,7 +142,7 @@ enum HostPage {
   function startFrame() {
     if ($('miniapp-frame')) { return; }
     var frame = node('iframe', null, {
-      id: 'miniapp-frame', src: appOrigin + '/', title: appId,
+      id: 'miniapp-frame', src: appOrigin + '/', title: appId, allow: allowed,
       sandbox: 'allow-scripts allow-same-origin allow-forms allow-popups allow-modals allow-downloads'
     });
     hellosAtLoad = hellos;
@@ -157,7 +159,41 @@ enum HostPage {
     externalTarget = null;
     endGrant();
   }
+  // The device features the user granted become the frame's `allow`: the browser then asks its user as
+  // for any page. A change reaches the frame when its document loads again.
+  function renderDevices(devices) {
+    var list = $('devices'), next = ['camera', 'microphone'].filter(function (name) { return devices[name] === 'granted'; }).join('; ');
+    clear(list);
+    Object.keys(devices).sort().forEach(function (name) {
+      var row = node('div', null, { 'class': 'row', 'data-device': name, 'data-status': devices[name] });
+      row.appendChild(node('strong', name));
+      row.appendChild(node('span', ' ' + devices[name] + ' '));
+      ['granted', 'denied', 'unknown'].filter(function (choice) { return choice !== devices[name]; }).forEach(function (choice) {
+        var button = node('button', choice === 'granted' ? 'Allow' : choice === 'denied' ? 'Deny' : 'Reset', { 'data-action': choice });
+        button.addEventListener('click', function () {
+          var decisions = {}; decisions[name] = choice;
+          api('POST', 'apps/' + encodeURIComponent(appId) + '/devices', { decisions: decisions }).then(function (state) { status(name + ': ' + choice); render(state); }, fail);
+        });
+        row.appendChild(button);
+      });
+      list.appendChild(row);
+    });
+    if (next !== allowed) {
+      allowed = next;
+      var frame = $('miniapp-frame');
+      if (frame) { frame.setAttribute('allow', allowed); frame.src = appOrigin + '/'; }
+    }
+  }
+  // The app asks where the device is: the host page asks its browser, which may ask its user.
+  function locate(notice) {
+    function send(answer) { api('POST', 'sheets/' + notice.id, { answer: answer }).catch(function () {}); }
+    if (!navigator.geolocation) { send({ error: 'this browser has no geolocation' }); return; }
+    navigator.geolocation.getCurrentPosition(function (position) {
+      send({ latitude: position.coords.latitude, longitude: position.coords.longitude, accuracy: position.coords.accuracy, altitude: position.coords.altitude });
+    }, function (error) { send({ error: error.message || ('error ' + error.code) }); }, { timeout: 10000 });
+  }
   function render(state) {
+    if (state.devices) { renderDevices(state.devices); }
     var list = $('permissions');
     clear(list);
     state.permissions.forEach(function (permission) {
@@ -314,7 +350,7 @@ enum HostPage {
   function hideSheet() { sheet = null; $('miniapp-sheet').hidden = true; showNextSheet(); }
   function sendSheet(id, message) {
     hideSheet();
-    api('POST', 'sheets/' + id, message).then(function () { status('Answered the mini-app'); }, fail);
+    api('POST', 'sheets/' + id, message).then(function () { status('Answered the mini-app'); return refresh(); }, fail);
   }
   function sheetOK() {
     if (sheet === null) { return; }
@@ -374,6 +410,7 @@ enum HostPage {
       after = batch.next;
       batch.notices.forEach(function (notice) {
         if (notice.kind === 'prompt') { prompts.push(notice); }
+        else if (notice.kind === 'sheet' && notice.sheet === 'location') { if (notice.appId === appId) { locate(notice); } }
         else if (notice.kind === 'sheet') { if (notice.appId === appId) { sheets.push(notice); } }
         else if (notice.kind === 'info') { info(notice); }
         else if (notice.kind === 'settled') {

@@ -25,7 +25,14 @@ PROFILE = {"userName": "Aiko Tanaka", "profilePhoto": PHOTO, "locale": "ja-JP", 
            "points": {"standard": 120, "term": 30, "cash": 5}, "accessTokens": {"rae": "tok-rae"},
            "ads": {"fill": True, "reward": {"type": "coin", "amount": 10}},
            "products": [{"id": "gem-10", "title": "10 gems", "description": "A handful", "productPrice": {"currencyCode": "JPY", "price": "120"}}],
-           "cookies": [{"name": "host-cookie", "value": "from-the-profile"}]}
+           "cookies": [{"name": "host-cookie", "value": "from-the-profile"}],
+           "location": {"latitude": 35.6812, "longitude": 139.7671, "accuracy": 20}}
+# What a page must show after its buttons were pressed, per setup (what a real host lets it show).
+SHOWN = {
+    ('allowed-at-prompts', 'Device Location'): ['139.7671', '35.6812'],
+    ('granted', 'Device Location'): ['139.7671', '35.6812'],
+    ('denied-at-prompts', 'Device Location'): ['Error'],
+}
 # The sample's pages, as its drawer names them.
 PAGES = ['Home', 'Local Storage', 'Fetch Unique ID', 'Device Location', 'Access token', 'User Details', 'Message', 'Window Actions',
          'URI Schemes', 'Event Listener', 'Media', 'Share', 'Ads', 'Camera', 'File Download', 'File Upload', "GIF's & WebP", 'SecureStorage',
@@ -146,6 +153,9 @@ def run_setup(driver, setup, port_cache):
             app_alive(driver)
             errors = uncaught(driver)
             check(not errors, '%s: %s / %s leaves no uncaught error' % (setup, page, label), str(errors))
+        for expected in SHOWN.get((setup, page), []):
+            into_app(driver)
+            wait(lambda: expected in driver.find_element(By.TAG_NAME, 'body').text, '%s: %s shows %s' % (setup, page, expected), 20)
         print('ok: %s: %s (%d buttons)' % (setup, page, len(labels)))
     return seen
 

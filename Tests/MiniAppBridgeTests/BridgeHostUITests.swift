@@ -169,6 +169,23 @@ import Testing
         #expect(failureType(await call(refusing, "getImageFromGallery")) == "MiniAppError")
     }
 
+    @Test func thePositionIsTheHostsBehindLocation() async throws {
+        let store = try await StoreBackend.sqlite.openStore(cacheDirectory: cache)
+        var profile = HostProfile.sample
+        profile.location = BridgePosition(latitude: 35.6812, longitude: 139.7671, accuracy: 20)
+        let dispatcher = BridgeDispatcher(appId: "app", manifest: manifest, store: store, services: profile, identity: BridgeIdentity(secret: Array(repeating: 3, count: 32)))
+        let capability = try await dispatcher.grant()
+        let refused = await dispatcher.reply(to: BridgeMessage(id: "p", action: "getCurrentPosition"), capability: capability).outcome
+        #expect(failureType(refused) == "userDenied")
+        try await store.set(appId: "app", [KnownPermission.location.rawValue: .allowed])
+        guard case .success(let text?) = await dispatcher.reply(to: BridgeMessage(id: "p", action: "getCurrentPosition"), capability: capability).outcome,
+              case .object(let fields)? = JSONReader.value(Array(text.utf8)) else { Issue.record("no position"); return }
+        #expect(fields["coords"]?["latitude"] == .number(35.6812) && fields["coords"]?["longitude"] == .number(139.7671) && fields["coords"]?["accuracy"] == .number(20))
+        #expect(fields["coords"]?["altitude"] == .null)
+        guard case .number(let timestamp)? = fields["timestamp"] else { Issue.record("no timestamp"); return }
+        #expect(abs(timestamp / 1000 - Date().timeIntervalSince1970) < 60)
+    }
+
     @Test(arguments: ["launchAppUsingDeeplink", "launchAppUsingPackageName", "startICChipKyc", "setupAndInstallEsim"])
     func whatABrowserCannotDoIsNotSupported(action: String) async throws {
         let pair = try await dispatcher(try await StoreBackend.sqlite.openStore(cacheDirectory: cache))
