@@ -32,6 +32,7 @@ SHOWN = {
     ('allowed-at-prompts', 'Device Location'): ['139.7671', '35.6812'],
     ('granted', 'Device Location'): ['139.7671', '35.6812'],
     ('denied-at-prompts', 'Device Location'): ['Error'],
+    ('no-profile', 'Device Location'): ['Error'],
 }
 # The sample's pages, as its drawer names them.
 PAGES = ['Home', 'Local Storage', 'Fetch Unique ID', 'Device Location', 'Access token', 'User Details', 'Message', 'Window Actions',
