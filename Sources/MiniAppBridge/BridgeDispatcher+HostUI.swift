@@ -70,7 +70,6 @@ extension BridgeDispatcher {
     private func share(_ param: JSONValue) async throws(BridgeFailure) -> String {
         let expected = "{\"shareInfo\": {\"content\": string, \"url\": string, \"imageData\": [byte]}}"
         guard let info = param["shareInfo"], case .string(let content)? = info["content"] else { throw .invalidParameters("shareInfo", expected) }
-        guard !content.isEmpty else { throw BridgeFailure(type: "MiniAppError", message: "the content to share is empty") }
         var url: String?
         if case .string(let text)? = info["url"], !text.isEmpty { url = text }
         var image: [UInt8]?
@@ -83,6 +82,8 @@ extension BridgeDispatcher {
             }
             if !bytes.isEmpty { image = bytes }
         }
+        // An image alone is something to share (the sample shares its picture with the text field empty).
+        guard !content.isEmpty || image != nil else { throw BridgeFailure(type: "MiniAppError", message: "there is nothing to share: no text and no image") }
         try await services.share(appId: appId, BridgeShare(content: content, url: url, image: image))
         return "SUCCESS"
     }

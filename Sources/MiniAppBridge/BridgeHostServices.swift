@@ -141,7 +141,7 @@ public struct BridgePosition: Sendable, Equatable, Codable {
 
 /// What an app shares (`shareInfo`).
 public struct BridgeShare: Sendable, Equatable {
-    /// The text; never empty.
+    /// The text; empty only when there is an image.
     public var content: String
     /// A link, if any.
     public var url: String?

@@ -146,6 +146,7 @@ import Testing
         #expect(host.shown.withLock { $0 } == ["share hello https://example.com/ 700000"])
         #expect(host.shared.withLock { $0 } == BridgeShare(content: "hello", url: "https://example.com/", image: (0..<700_000).map { UInt8($0 % 256) }))
         #expect(failureType(await call(pair, "shareInfo", .object(["shareInfo": .object(["content": .string("")])]))) == "MiniAppError")
+        #expect(await call(pair, "shareInfo", .object(["shareInfo": .object(["content": .string(""), "imageData": .array([.number(1)])])])) == .success("SUCCESS"))
         #expect(failureType(await call(pair, "shareInfo", .object(["shareInfo": .object(["content": .string("x"), "imageData": .array([.number(256)])])]))) == "InvalidParametersError")
     }
 

@@ -4,7 +4,8 @@ import Testing
 
 /// Every page of Rakuten's sample mini-app under `miniapp run` in headless Chromium, driven by
 /// Tests/Browser/sample_pages.py in four setups (every permission granted up front, allowed at the
-/// prompts, denied at the prompts, no host profile): each of the page's buttons pressed, the host page's
+/// prompts, denied at the prompts, no host profile), and in the reference host (Examples/HostService):
+/// each of the page's buttons pressed, the host page's
 /// prompts and sheets answered, and the app still drawn with no uncaught error after each. Skipped, and
 /// said so, when ../shared/real-miniapps is absent.
 @Suite(.serialized) struct SamplePagesTests {
@@ -20,7 +21,7 @@ import Testing
         let output = try await process.output(mergeErrors: true)
         #expect(process.terminationStatus == 0, "\(output)")
         #expect(output.contains("all sample pages passed"), "\(output)")
-        for setup in ["granted", "allowed-at-prompts", "denied-at-prompts", "no-profile"] {
+        for setup in ["granted", "allowed-at-prompts", "denied-at-prompts", "no-profile", "reference-host"] {
             #expect(output.contains("ok: \(setup): OneClick"), "\(setup) reached the last page: \(output)")
         }
     }
