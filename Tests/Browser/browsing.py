@@ -48,6 +48,10 @@ def browser(console=False):
         options.add_argument(argument)
     if console:
         options.set_capability('goog:loggingPrefs', {'browser': 'ALL'})
+        # The driver's console log covers the top-level page's process only: with every site in one
+        # process, the app's frame (another origin) is covered too.
+        options.add_argument('--disable-site-isolation-trials')
+        options.add_argument('--disable-features=IsolateOrigins,site-per-process')
     return webdriver.Chrome(service=Service('/usr/bin/chromedriver'), options=options)
 
 

@@ -104,9 +104,22 @@ def answer_host(driver, setup, seen):
     check(False, 'the host page settles', str(seen[-5:]))
 
 
+CONSOLE_ERRORS = []
+# Console lines that carry an error the host answered (the sample logs some and shows others).
+BRIDGE_ERRORS = []
+BRIDGE_ERROR_TYPES = ['NotSupportedError', 'MiniAppError', 'InvalidParametersError', 'UnknownActionError', 'AuthorizationFailureError', 'userDenied']
+# What fails only because the test machine has no internet (the sample loads a video player and
+# pictures from other sites): not the host's doing.
+OFFLINE = ['player script could not be downloaded', 'ERR_NAME_NOT_RESOLVED', 'ERR_INTERNET_DISCONNECTED', 'picsum.photos', 'Failed to fetch']
+
+
 def uncaught(driver):
-    """The console's uncaught errors since the last call."""
-    return [entry['message'] for entry in driver.get_log('browser') if entry['level'] == 'SEVERE' and 'Uncaught' in entry['message']]
+    """The console's uncaught errors since the last call; every error line is kept in CONSOLE_ERRORS."""
+    entries = driver.get_log('browser')
+    severe = [entry['message'] for entry in entries if entry['level'] == 'SEVERE']
+    BRIDGE_ERRORS.extend(entry['message'] for entry in entries if any(kind in entry['message'] for kind in BRIDGE_ERROR_TYPES))
+    CONSOLE_ERRORS.extend(severe)
+    return [message for message in severe if 'Uncaught' in message and not any(cause in message for cause in OFFLINE)]
 
 
 def start_reference_host(cache):
@@ -147,6 +160,11 @@ def run_setup(driver, setup, port_cache):
     app_alive(driver)
     wait(lambda: 'Ready' in driver.find_element(By.TAG_NAME, 'body').text, 'the landing page is ready', 40)
     uncaught(driver)
+    # The check below must see the app's frame: an error thrown there on purpose is seen.
+    into_app(driver)
+    driver.execute_script('setTimeout(function () { throw new Error("sample-pages-probe"); }, 0);')
+    check(wait(lambda: [m for m in uncaught(driver) if 'sample-pages-probe' in m], 'an uncaught error in the frame is seen', 10), 'the console of the app\'s frame is read')
+    del CONSOLE_ERRORS[:]
     seen = []
     for page in PAGES[PAGES.index(os.environ['SAMPLE_FROM']):] if os.environ.get('SAMPLE_FROM') else PAGES:
         into_app(driver)
@@ -208,6 +226,12 @@ def main():
             seen = run_setup(driver, setup, None)
             sheets = sorted(set(item.split(':')[1] for item in seen if item.startswith('sheet:')))
             print('ok: %s: the host page showed %s' % (setup, ', '.join(sheets) or 'no sheet'))
+            for message in CONSOLE_ERRORS:
+                print('console: %s: %s' % (setup, message[:300]))
+            del CONSOLE_ERRORS[:]
+            for message in BRIDGE_ERRORS:
+                print('bridge error: %s: %s' % (setup, message[:300]))
+            del BRIDGE_ERRORS[:]
             if setup == 'allowed-at-prompts':
                 for kind in ['share', 'ad', 'login', 'gallery']:
                     check(kind in sheets, '%s: the host page showed the %s sheet' % (setup, kind), str(sheets))
