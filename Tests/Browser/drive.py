@@ -25,7 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PHOTO = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=='
 PROFILE = {"userName": "Aiko Tanaka", "profilePhoto": PHOTO, "locale": "ja-JP", "hostVersion": "3.2.1", "phoneNumber": "+81-3-0000-0000",
            "contacts": [{"id": "c1", "name": "Ken", "email": "ken@example.com"}],
-           "points": {"standard": 120, "term": 30, "cash": 5}, "accessTokens": {"rae": "tok-rae"}}
+           "points": {"standard": 120, "term": 30, "cash": 5}, "accessTokens": {"rae": "tok-rae"},
+           "products": [{"id": "gem-10", "title": "10 gems", "description": "A <b>handful</b>", "productPrice": {"currencyCode": "JPY", "price": "120"}}]}
 # What a page of the app's own origin can do to learn the capability its frame's document holds: watch
 # that document's bridge send a call (a popup does it through `opener`).
 CAPTURE = ('(function (target) { var original = target.fetch, seen = null;'
@@ -396,6 +397,23 @@ def main():
         denied = call(driver, 'new Promise(function (ok, ko) { navigator.geolocation.getCurrentPosition(ok, function (e) { ok({code: e.code}); }); })')
         check(denied == {'ok': {'code': 1}}, 'the position is refused while LOCATION is undecided', denied)
 
+        # A purchase: the host page's sheet shows the product as text, the user buys, the receipt is kept
+        # until the app consumes it.
+        driver.execute_script('window.__bought = null; MiniAppBridge.purchaseProductWith("gem-10").then(function (r) { window.__bought = r; }, function (e) { window.__bought = {error: e.name}; })')
+        driver.switch_to.default_content()
+        sheet = wait(lambda: driver.find_element(By.ID, 'miniapp-sheet').is_displayed() and driver.find_element(By.ID, 'miniapp-sheet'), 'the host page shows the purchase sheet')
+        check(sheet.get_attribute('data-sheet') == 'purchase' and 'A <b>handful</b>' in sheet.text and '120 JPY' in sheet.text, 'the purchase sheet shows the product as text', sheet.text)
+        click(lambda: driver.find_element(By.ID, 'sheet-ok'), 'buy on the host page')
+        into_app(driver)
+        bought = wait(lambda: driver.execute_script('return window.__bought'), 'the purchase is answered')
+        check(bought.get('productInfo', {}).get('id') == 'gem-10' and len(bought.get('transactionId', '')) == 36, 'the app gets the purchase', bought)
+        again = call(driver, 'MiniAppBridge.purchaseProductWith("gem-10")')
+        check(again.get('name') == 'ProductPurchasedAlreadyError', 'an unconsumed purchase cannot be bought again', again)
+        consumed = call(driver, 'MiniAppBridge.consumePurchaseWith("gem-10", %s)' % json.dumps(bought['transactionId']))
+        check(consumed == {'ok': {'title': '10 gems', 'description': 'A <b>handful</b>'}}, 'the app consumes its purchase', consumed)
+        # Preferences are the app's, kept in the store across a reload.
+        check(call(driver, 'MiniAppBridge.preferences.set("theme", "dark")') == {'ok': 'SUCCESS'}, 'a preference is kept')
+
         # The host page goes (another page in its tab): the capability it handed the frame ends with it.
         left = call(driver, CAPTURE % 'window')['ok']
         driver.switch_to.default_content()
@@ -407,6 +425,7 @@ def main():
         check(wait(lambda: bridge_status() == 403, 'the capability of a host page that went ends'), 'the capability ends when its host page goes')
         driver.get(url)
         into_app(driver)
+        check(call(driver, 'MiniAppBridge.preferences.get("theme")') == {'ok': 'dark'}, 'the preference is read back by the app\'s next page')
 
         # Revoking a required permission closes the gate.
         driver.switch_to.default_content()
