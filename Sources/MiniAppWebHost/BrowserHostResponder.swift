@@ -220,10 +220,19 @@ struct BrowserHostResponder: HTTPResponder {
                 "reason": state.reason.map { .string($0) } ?? .null, "decided": .bool(state.decidedAt != nil),
             ])
         }
-        return Self.json(.ok, [
-            "id": .string(app.appId), "versionId": .string(app.record.versionId), "permissions": .array(items),
+        var fields: [String: JSONValue] = [
+            "id": .string(app.appId), "versionId": .string(app.versionId), "permissions": .array(items),
             "launch": .object(["allowed": .bool(missing.isEmpty), "missing": .array(missing.map { .string($0) })]),
-        ])
+        ]
+        if let development = app.development {
+            let now = development.snapshot
+            fields["development"] = .object([
+                "folder": .string(development.folder), "publish": .string(development.publishCommand),
+                "problems": .array(now.problems.map { .string($0.message) }), "manifestError": now.manifestError.map { .string($0) } ?? .null,
+                "warnings": .array(now.warnings.map { .string($0) }),
+            ])
+        }
+        return Self.json(.ok, fields)
     }
 
     // MARK: An app's origin
@@ -293,7 +302,7 @@ struct BrowserHostResponder: HTTPResponder {
         }
         guard let relative = Self.relativePath(path) else { return Self.text(.notFound, "no such file") }
         let type = Self.contentType(of: relative)
-        let root = app.record.path
+        let root = app.root
         let isPage = type.hasPrefix("text/html")
         var response: Response
         switch try await host.installer.executor.run({ Self.lookUp(relative, under: root, readingWhole: isPage) }) {
