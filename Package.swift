@@ -116,6 +116,7 @@ let package = Package(
         .target(
             name: "MiniAppWebHost",
             dependencies: [
+                "CMiniAppSystem",
                 "MiniAppKit",
                 "MiniAppBridge",
                 .product(name: "Logging", package: "swift-log"),

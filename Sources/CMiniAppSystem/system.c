@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
 #include "CMiniAppSystem.h"
@@ -11,6 +12,10 @@ extern char **environ;
 
 int CMiniAppSystem_syncfs(int descriptor) {
     return syncfs(descriptor);
+}
+
+int CMiniAppSystem_nonBlockingPipe(int descriptors[2]) {
+    return pipe2(descriptors, O_NONBLOCK | O_CLOEXEC);
 }
 
 void CMiniAppSystem_lowerThisThreadsPriority(void) {

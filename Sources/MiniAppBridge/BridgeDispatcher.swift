@@ -27,8 +27,8 @@ public final class BridgeDispatcher: Sendable {
     private let identity: BridgeIdentity
     private let customActions: [String: BridgeAction]
     private let logger: Logger
-    private let subscribers = Mutex<[Int: AsyncStream<BridgeEvent>.Continuation]>([:])
-    private let nextSubscriber = Atomic<Int>(0)
+    private let eventStreams = Broadcast<BridgeEvent>(buffered: 64)
+    private let callStreams = Broadcast<BridgeCall>(buffered: 256)
     private let grants = BridgeGrants()
     /// When the launch gate was last found open; `nil` when it must be read again before the next call.
     private let gateOpenSince = Mutex<ContinuousClock.Instant?>(nil)
@@ -118,12 +118,21 @@ public final class BridgeDispatcher: Sendable {
     /// and nothing is read, asked or changed. A capability that ends while its call runs cancels the call
     /// (a prompt leaves the host's page) and the call's answer is that refusal.
     public func reply(to message: BridgeMessage, capability: BridgeCapability?) async -> BridgeReply {
+        let startedAt = Date(), clock = ContinuousClock.now
         let outcome: BridgeOutcome
         do {
             outcome = .success(try await answer(message, capability: capability))
         } catch {
             logger.debug("bridge call refused", metadata: ["app-id": "\(appId)", "action": "\(message.action)", "error-type": "\(error.type)"])
             outcome = .failure(error)
+        }
+        if callStreams.isObserved {
+            let permission = Self.gatingPermission(message.action, message.param)
+            callStreams.send(BridgeCall(
+                action: message.action, param: message.param, permission: permission,
+                permissionDeclared: permission.map { declared.contains($0.rawValue) } ?? true, outcome: outcome,
+                startedAt: startedAt, duration: ContinuousClock.now - clock
+            ))
         }
         return BridgeReply(id: message.id, outcome: outcome)
     }
@@ -173,8 +182,30 @@ public final class BridgeDispatcher: Sendable {
             if Self.declarations[action] != nil { throw .notSupported(action) }
             throw BridgeFailure(type: "UnknownActionError", message: "this host has no action '\(action)'")
         }
-        if let permission = declaration.permission { try await requireAllowed(permission) }
+        if let permission = Self.gatingPermission(action, param) { try await requireAllowed(permission) }
         return try await answerDeclared(action, param)
+    }
+
+    /// The custom permission a call of `action` with `param` needs: the table's, or for
+    /// `requestPermission` of `location`, LOCATION.
+    static func gatingPermission(_ action: String, _ param: JSONValue) -> KnownPermission? {
+        if action == "requestPermission" { return param["permission"] == .string("location") ? .location : nil }
+        return declarations[action]?.permission
+    }
+
+    /// The names of the script methods whose actions `permission` gates (what an app's code calls), in
+    /// the table's order.
+    package static func methodNames(gatedBy permission: KnownPermission) -> [String] {
+        var names: [String] = []
+        for declaration in declarationList where declaration.name == "requestPermission" ? permission == .location : declaration.permission == permission {
+            for method in declaration.methods {
+                for path in method.paths {
+                    let name = String(path.split(separator: ".").last ?? Substring(path))
+                    if !names.contains(name) { names.append(name) }
+                }
+            }
+        }
+        return names
     }
 
     /// The answer to an action of the table that the bridge answers, its permission already allowed.
@@ -219,7 +250,6 @@ public final class BridgeDispatcher: Sendable {
             guard case .string(let name)? = param["permission"], !name.isEmpty, name.utf8.count <= 64 else {
                 throw .invalidParameters(action, "{\"permission\": a device permission such as \"location\"}")
             }
-            if name == "location" { try await requireAllowed(.location) }
             guard try await services.devicePermission(appId: appId, name: name) else {
                 throw BridgeFailure(type: "DENIED", message: "the user has not allowed the device permission '\(Sanitizer.printable(name, limit: 64))'")
             }
@@ -467,18 +497,20 @@ public final class BridgeDispatcher: Sendable {
 
     /// The host's events for this app, from now on, until the stream is dropped.
     public func events() -> AsyncStream<BridgeEvent> {
-        let (stream, continuation) = AsyncStream<BridgeEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        let key = nextSubscriber.wrappingAdd(1, ordering: .relaxed).oldValue
-        subscribers.withLock { $0[key] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.removeValue(forKey: key) }
-        }
-        return stream
+        eventStreams.subscribe()
     }
 
     /// Sends `event` to every running copy of the app (each ``events()`` stream).
     public func send(_ event: BridgeEvent) {
-        for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
+        eventStreams.send(event)
+    }
+
+    // MARK: Calls
+
+    /// Every message answered from now on, with its answer, until the stream is dropped (the newest 256
+    /// kept for a reader that falls behind); nothing is recorded while no one listens.
+    public func calls() -> AsyncStream<BridgeCall> {
+        callStreams.subscribe()
     }
 }
 

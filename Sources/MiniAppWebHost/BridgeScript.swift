@@ -173,6 +173,11 @@ if (window.parent !== window && window.parent === window.top) {
   window.addEventListener('message', function (event) {
     var data = event.data;
     if (event.source !== window.parent || HOSTS.indexOf(event.origin) < 0 || !data || data.nonce !== nonce) { return; }
+    if (data.miniappBridge === 'reload') {
+      // A development folder changed: the host page asks for the document again.
+      location.reload();
+      return;
+    }
     if (data.miniappBridge === 'event' && typeof data.name === 'string') {
       // The host page's side of the app: an external page it showed was closed.
       bridge.execCustomEventsCallback(data.name, typeof data.message === 'string' ? data.message : '');

@@ -77,16 +77,42 @@ public final class BrowserHost: Sendable {
     @discardableResult
     public func open(_ record: InstallRecord) async throws -> BridgeDispatcher {
         let manifest = try await installer.manifest(of: record)
+        return serve(appId: record.id, root: record.path, versionId: record.versionId, manifest: manifest, development: nil)
+    }
+
+    /// Serves the app `appId` from `root` under `manifest`, in place of whatever was served as that app,
+    /// whose capabilities end: the one path by which an installed version and a development folder are
+    /// served.
+    @discardableResult
+    func serve(appId: String, root: String, versionId: String, manifest: BundleManifest, development: DevelopmentSession?) -> BridgeDispatcher {
         let services = BrowserHostServices(profile: profile, board: board, store: store, logger: logger)
         let dispatcher = BridgeDispatcher(
-            appId: record.id, manifest: manifest, store: store, services: services, environment: environment, identity: identity,
+            appId: appId, manifest: manifest, store: store, services: services, environment: environment, identity: identity,
             customActions: customActions, logger: logger
         )
         let events = EventLog()
+        let board = self.board
         let forwarder = Task {
-            for await event in dispatcher.events() { events.append(event) }
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await event in dispatcher.events() { events.append(event) }
+                }
+                // A development folder's developer hears of each action the manifest forgot.
+                if let development {
+                    group.addTask {
+                        for await call in dispatcher.calls() {
+                            guard let warning = call.undeclaredPermissionWarning, development.warn(warning) else { continue }
+                            development.continuation.yield(.undeclaredPermission(warning))
+                            board.notifyDevelopment(appId: appId, kind: "warning")
+                        }
+                    }
+                }
+            }
         }
-        let app = RunningApp(appId: record.id, label: Self.label(of: record.id), record: record, manifest: manifest, dispatcher: dispatcher, events: events, forwarder: forwarder)
+        let app = RunningApp(
+            appId: appId, label: Self.label(of: appId), root: root, versionId: versionId, manifest: manifest, dispatcher: dispatcher,
+            events: events, forwarder: forwarder, development: development
+        )
         let replaced = apps.withLock { $0.updateValue(app, forKey: app.label) }
         replaced?.forwarder.cancel()
         replaced?.dispatcher.revokeAll()
@@ -185,14 +211,19 @@ public enum BrowserHostError: CategorizedError, Equatable {
     }
 }
 
-/// One app the host serves: its installed version, manifest and bridge.
+/// One app the host serves: where its files are, its manifest and its bridge.
 struct RunningApp: Sendable {
     let appId: String
     let label: String
-    let record: InstallRecord
+    /// The folder its files are served from: an installed version's, or a development folder.
+    let root: String
+    /// The installed version's id, or ``BrowserHost/developmentVersionId`` for a development folder.
+    let versionId: String
     let manifest: BundleManifest
     let dispatcher: BridgeDispatcher
     let events: EventLog
-    /// Carries the dispatcher's events into ``events``.
+    /// Carries the dispatcher's events into ``events`` (and, for a development folder, its calls into warnings).
     let forwarder: Task<Void, Never>
+    /// The development folder's session, when the app is served from one.
+    let development: DevelopmentSession?
 }

@@ -238,13 +238,22 @@ struct BrowserHostResponder: HTTPResponder {
             ])
         }
         let devices = try await host.store.hostRecords(appId: app.appId, .device)
-        return Self.json(.ok, [
-            "id": .string(app.appId), "versionId": .string(app.record.versionId), "permissions": .array(items),
+        var fields: [String: JSONValue] = [
+            "id": .string(app.appId), "versionId": .string(app.versionId), "permissions": .array(items),
             "devices": .object(Dictionary(uniqueKeysWithValues: BrowserHostServices.devices.map { name in
                 (name, .string(devices[name].flatMap(DevicePermissionStatus.init(rawValue:))?.rawValue ?? DevicePermissionStatus.unknown.rawValue))
             })),
             "launch": .object(["allowed": .bool(missing.isEmpty), "missing": .array(missing.map { .string($0) })]),
-        ])
+        ]
+        if let development = app.development {
+            let now = development.snapshot
+            fields["development"] = .object([
+                "folder": .string(development.folder), "publish": .string(development.publishCommand),
+                "problems": .array(now.problems.map { .string($0.message) }), "manifestError": now.manifestError.map { .string($0) } ?? .null,
+                "warnings": .array(now.warnings.map { .string($0) }),
+            ])
+        }
+        return Self.json(.ok, fields)
     }
 
     // MARK: An app's origin
@@ -314,7 +323,7 @@ struct BrowserHostResponder: HTTPResponder {
         }
         guard let relative = Self.relativePath(path) else { return Self.text(.notFound, "no such file") }
         let type = Self.contentType(of: relative)
-        let root = app.record.path
+        let root = app.root
         let isPage = type.hasPrefix("text/html")
         var response: Response
         switch try await host.installer.executor.run({ Self.lookUp(relative, under: root, readingWhole: isPage) }) {

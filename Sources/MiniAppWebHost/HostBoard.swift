@@ -21,6 +21,9 @@ struct HostNotice: Sendable {
         case closed(appId: String)
         /// Something an app did that the host shows without waiting (a link opened, a notification).
         case info(appId: String, kind: String, payload: JSONValue)
+        /// A development folder's app changed: `reload` (its files: the page reloads its frame), or
+        /// `warning` (a new warning about its calls): the page reads the app's state again.
+        case development(appId: String, change: String)
     }
 
     let sequence: Int
@@ -41,6 +44,8 @@ struct HostNotice: Sendable {
         case .closed(let appId): return .object(["kind": .string("closed"), "appId": .string(appId)])
         case .info(let appId, let kind, let payload):
             return .object(["kind": .string("info"), "appId": .string(appId), "info": .string(kind), "payload": payload])
+        case .development(let appId, let change):
+            return .object(["kind": .string("development"), "appId": .string(appId), "change": .string(change)])
         }
     }
 }
@@ -202,6 +207,11 @@ final class HostBoard: Sendable {
     /// Tells the host pages what an app did, without waiting for anyone.
     func inform(appId: String, kind: String, payload: JSONValue) {
         state.withLock { Self.post(.info(appId: appId, kind: kind, payload: payload), in: &$0) }
+    }
+
+    /// Tells the host pages that a development folder's app changed (`reload` or `warning`).
+    func notifyDevelopment(appId: String, kind: String) {
+        state.withLock { Self.post(.development(appId: appId, change: kind), in: &$0) }
     }
 
     /// The app asks to be closed.

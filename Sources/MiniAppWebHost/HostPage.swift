@@ -16,7 +16,11 @@ import MiniAppBridge
 /// `download`, `html`, `device`) with `#sheet-ok` and `#sheet-cancel`; `#host-log` rows
 /// `[data-info="<action>"]` for what apps sent the host; `#devices` rows `[data-device="camera" |
 /// "microphone" | "location"]` with `data-status` and `button[data-action="granted" | "denied" |
-/// "unknown"]` (the frame is allowed the camera and microphone the user granted here).
+/// "unknown"]` (the frame is allowed the camera and microphone the user granted here). For an app served
+/// from a development folder: `#dev-panel` with `#dev-folder`, `#dev-problems` rows `[data-problem]` (the
+/// folder's check, and a manifest.json that cannot be used), `#dev-warnings` rows `[data-warning]` (calls
+/// the manifest does not allow for), `#dev-publish` (the command that publishes the folder);
+/// `#miniapp-frame`'s `data-loads` counts the frame's loads.
 enum HostPage {
     static func html(appId: String?, appOrigin: String?, apps: [String], session: String) -> String {
         func attribute(_ text: String) -> String {
@@ -36,6 +40,8 @@ enum HostPage {
         #miniapp-frame{border:0;width:100%;height:100%}
         #gate,#miniapp-prompt,#miniapp-external,#miniapp-sheet{position:absolute;inset:0;background:rgba(255,255,255,.97);padding:24px;overflow:auto}
         #sheet-body img{max-width:100%;max-height:240px}
+        #dev-problems .row,#dev-warnings .row{color:#a00;white-space:pre-wrap}
+        #dev-publish{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:6px}
         #sheet-body pre,#host-log pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:6px;max-height:200px;overflow:auto}
         .reason{color:#555;font-size:90%;margin:2px 0 10px 24px;white-space:pre-wrap}
         .row{margin:6px 0}
@@ -44,7 +50,10 @@ enum HostPage {
         <script src="/host.js"></script>
         </head>
         <body data-app="\(attribute(appId ?? ""))" data-origin="\(attribute(appOrigin ?? ""))" data-apps="\(attribute(apps.joined(separator: " ")))">
-        <div id="side"><h2 id="app-title"></h2><div id="status" role="status"></div><h3>Permissions</h3><div id="permissions"></div><h3>Device</h3><div id="devices"></div><h3>From the app</h3><div id="host-log"></div></div>
+        <div id="side"><h2 id="app-title"></h2><div id="status" role="status"></div>
+        <div id="dev-panel" hidden><h3>Development folder</h3><div id="dev-folder"></div><div id="dev-problems"></div><div id="dev-warnings"></div>
+        <p>To publish it:</p><pre id="dev-publish"></pre></div>
+        <h3>Permissions</h3><div id="permissions"></div><h3>Device</h3><div id="devices"></div><h3>From the app</h3><div id="host-log"></div></div>
         <div id="main">
         <div id="gate" hidden><h3>Before this mini-app starts</h3><p>It needs these permissions:</p><div id="gate-items"></div>
         <button id="gate-allow">Allow and start</button> <button id="gate-deny">Deny</button><p id="gate-message"></p></div>
@@ -67,6 +76,8 @@ enum HostPage {
   // The capability held by the document in the app's frame, the greetings seen, and the greetings seen
   // at the frame's last load (a load without a greeting is a document without the bridge).
   var grant = null, hellos = 0, hellosAtLoad = 0, externalTarget = null, allowed = '';
+  // The nonce of the frame document's last greeting: what the page sends it to ask for a reload.
+  var frameNonce = null;
   function api(method, path, body) {
     return fetch('/api/' + path, {
       method: method, cache: 'no-store',
@@ -130,6 +141,7 @@ enum HostPage {
     if (data && data.miniappBridge === 'external' && typeof data.url === 'string' && typeof data.nonce === 'string') { external(data, event.source); return; }
     if (!data || data.miniappBridge !== 'hello' || typeof data.nonce !== 'string') { return; }
     var number = ++hellos, replaced = grant, target = event.source;
+    frameNonce = data.nonce;
     grant = null;
     api('POST', grantsPath(), { replaces: replaced }).then(function (answer) {
       if (number !== hellos || $('miniapp-frame') !== frame) { api('DELETE', grantsPath() + '/' + answer.capability).catch(function () {}); return; }
@@ -147,6 +159,7 @@ enum HostPage {
     });
     hellosAtLoad = hellos;
     frame.addEventListener('load', function () {
+      frame.dataset.loads = String(Number(frame.dataset.loads || 0) + 1);
       if (hellos === hellosAtLoad) { endGrant(); }
       hellosAtLoad = hellos;
     });
@@ -211,6 +224,7 @@ enum HostPage {
       if (permission.reason) { row.appendChild(node('div', permission.reason, { 'class': 'reason' })); }
       list.appendChild(row);
     });
+    if (state.development) { showDevelopment(state.development); }
     if (state.launch.allowed) {
       $('gate').hidden = true;
       startFrame();
@@ -244,6 +258,34 @@ enum HostPage {
     }, fail);
   }
   function refresh() { return api('GET', 'apps/' + encodeURIComponent(appId)).then(render, fail); }
+  // A development folder: what its check found, the warnings about its calls, how to publish it.
+  function showDevelopment(development) {
+    $('dev-folder').textContent = development.folder;
+    $('dev-publish').textContent = development.publish;
+    var problems = $('dev-problems'), warnings = $('dev-warnings');
+    clear(problems);
+    clear(warnings);
+    if (development.manifestError) { problems.appendChild(node('div', development.manifestError + ' (the last good manifest.json stays in force)', { 'class': 'row', 'data-problem': 'manifest' })); }
+    development.problems.forEach(function (problem) { problems.appendChild(node('div', problem, { 'class': 'row', 'data-problem': 'check' })); });
+    development.warnings.forEach(function (warning) { warnings.appendChild(node('div', warning, { 'class': 'row', 'data-warning': warning.split(' ')[0] })); });
+    $('dev-panel').hidden = false;
+  }
+  // The folder changed: the app's state is read again (the manifest may have changed the gate), and a
+  // frame still showing reloads its document, which greets the page and gets a new capability. A
+  // document that does not answer (no bridge: not a page of the app) is replaced by a new frame.
+  function reloadFrame() {
+    var before = $('miniapp-frame');
+    api('GET', 'apps/' + encodeURIComponent(appId)).then(function (state) {
+      render(state);
+      var frame = $('miniapp-frame');
+      if (!frame || frame !== before) { return; }
+      var loads = frame.dataset.loads;
+      if (frameNonce) { frame.contentWindow.postMessage({ miniappBridge: 'reload', nonce: frameNonce }, appOrigin); }
+      setTimeout(function () {
+        if ($('miniapp-frame') === frame && frame.dataset.loads === loads) { stopFrame(); startFrame(); }
+      }, 1000);
+    }, fail);
+  }
   function fail(error) { status('Failed: ' + error.message); }
   function showNextPrompt() {
     if (shown !== null || prompts.length === 0) { return; }
@@ -419,6 +461,7 @@ enum HostPage {
           if (shown && shown.id === notice.id) { hidePrompt(); }
           if (sheet && sheet.id === notice.id) { hideSheet(); }
         } else if (notice.kind === 'closed' && notice.appId === appId) { stopFrame(); status('The mini-app closed itself'); }
+        else if (notice.kind === 'development' && notice.appId === appId) { if (notice.change === 'reload') { reloadFrame(); } else { refresh(); } }
       });
       showNextPrompt();
       showNextSheet();

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import MiniAppCore
 import MiniAppKit
 import MiniAppBridge
@@ -24,27 +25,12 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var target: AppTargetArguments
 
-    @Option(help: "The port to listen on (0, the default, picks a free one).")
-    var port: Int = 0
-
-    @Option(name: .customLong("host-profile"), help: "A JSON file standing in for the host's user.")
-    var hostProfile: String?
-
-    @Option(name: .customLong("secure-storage-limit"), help: "How many bytes each app's secure storage may hold (keys plus values, UTF-8; default 1048576).")
-    var secureStorageLimit: Int = 1 << 20
-
-    @Flag(help: "Open the host page in the default browser.")
-    var open = false
+    @OptionGroup var hosting: BrowserHostArguments
 
     @OptionGroup var options: GlobalOptions
 
-    func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
-        guard (1...(1 << 30)).contains(secureStorageLimit) else { throw ValidationError("--secure-storage-limit must be 1 to 1073741824 bytes") }
-    }
-
     func run() async throws {
-        let profile = try hostProfile.map(Self.readProfile) ?? HostProfile()
+        let profile = try hosting.profile()
         let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .all), options: options)
         try await options.withRuntime(configuration) { runtime in
             if !configuration.offline, configuration.platform == nil { throw ConfigurationError.missingPlatform }
@@ -64,11 +50,8 @@ struct RunCommand: AsyncParsableCommand {
             // Only once the app is installed: a refused run leaves the cache and the store as they were.
             let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory, executor: runtime.executor)
             let store = try await runtime.permissionStore()
-            let host = BrowserHost(
-                installer: installer, store: store, profile: profile, environment: profile.environment(BridgeEnvironment(secureStorageLimit: secureStorageLimit)),
-                identity: identity, port: port, logger: options.logger
-            )
-            let json = options.json, quiet = options.quiet, open = self.open
+            let host = hosting.host(installer: installer, store: store, profile: profile, identity: identity, logger: options.logger)
+            let json = options.json, quiet = options.quiet, open = hosting.open
             try await host.run([record]) { url in
                 let origin = "http://\(BrowserHost.label(of: record.id)).localhost:\(url.port ?? 0)"
                 if json {
@@ -77,9 +60,42 @@ struct RunCommand: AsyncParsableCommand {
                     Console.output(url.absoluteString)
                     if !quiet { Console.standardError("running \(record.id) \(record.versionId) at \(origin); the host page is \(url.absoluteString) (Ctrl-C stops)") }
                 }
-                if open { Self.openInBrowser(url, quiet: quiet) }
+                if open { BrowserHostArguments.openInBrowser(url, quiet: quiet) }
             }
         }
+    }
+}
+
+/// The options of the browser host that `run` and `dev` share.
+struct BrowserHostArguments: ParsableArguments {
+    @Option(help: "The port to listen on (0, the default, picks a free one).")
+    var port: Int = 0
+
+    @Option(name: .customLong("host-profile"), help: "A JSON file standing in for the host's user.")
+    var hostProfile: String?
+
+    @Option(name: .customLong("secure-storage-limit"), help: "How many bytes each app's secure storage may hold (keys plus values, UTF-8; default 1048576).")
+    var secureStorageLimit: Int = 1 << 20
+
+    @Flag(help: "Open the host page in the default browser.")
+    var open = false
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        guard (1...(1 << 30)).contains(secureStorageLimit) else { throw ValidationError("--secure-storage-limit must be 1 to 1073741824 bytes") }
+    }
+
+    /// The host profile `--host-profile` names, or an empty one.
+    func profile() throws -> HostProfile {
+        try hostProfile.map(Self.readProfile) ?? HostProfile()
+    }
+
+    /// A browser host with these options.
+    func host(installer: BundleInstaller, store: PermissionStore, profile: HostProfile, identity: BridgeIdentity, logger: Logger) -> BrowserHost {
+        BrowserHost(
+            installer: installer, store: store, profile: profile, environment: profile.environment(BridgeEnvironment(secureStorageLimit: secureStorageLimit)),
+            identity: identity, port: port, logger: logger
+        )
     }
 
     /// The host profile in `path`: a regular file of at most 1 MiB holding one JSON object.
@@ -99,7 +115,7 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
-    private static func openInBrowser(_ url: URL, quiet: Bool) {
+    static func openInBrowser(_ url: URL, quiet: Bool) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["xdg-open", url.absoluteString]

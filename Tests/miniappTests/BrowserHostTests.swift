@@ -31,6 +31,19 @@ import Testing
         #expect((secret[.posixPermissions] as? Int) == 0o600 && (secret[.size] as? Int) == 32)
     }
 
+    /// `miniapp dev` in Chromium through Tests/Browser/dev.py: reloads after one write and once after a
+    /// burst of 200, the gate following a changed manifest, a broken manifest keeping the last good one,
+    /// an undeclared call flagged on the page and on stderr, and the publish command shown.
+    @Test func aDevelopmentFolderReloadsAndIsCheckedInABrowser() async throws {
+        let work = try TemporaryDirectory.make().path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [repositoryRoot.appendingPathComponent("Tests/Browser/dev.py").path, CommandRunner.executable.path, work]
+        let output = try await process.output(mergeErrors: true)
+        #expect(process.terminationStatus == 0, "\(output)")
+        #expect(output.contains("all dev checks passed"), "\(output)")
+    }
+
     static let demo = repositoryRoot.appendingPathComponent("Manifests/demo/registry").path
 
     static let badRuns: [(arguments: [String], profile: String?, status: Int32, says: String)] = [

@@ -21,4 +21,7 @@ void CMiniAppSystem_nameThisThread(const char *name);
 /* A locale whose character type is UTF-8 (C.UTF-8, else en_US.UTF-8), made once; 0 when the system has none. */
 locale_t CMiniAppSystem_utf8Locale(void);
 
+/* A pipe whose two ends are non-blocking and closed on exec (pipe2, a _GNU_SOURCE call): 0, or -1 with errno. */
+int CMiniAppSystem_nonBlockingPipe(int descriptors[2]);
+
 #endif

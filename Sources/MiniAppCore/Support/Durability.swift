@@ -1,5 +1,8 @@
 package import Foundation
+#if DEBUG
+// Only the debug builds' test seam below needs it: a release build would warn of an unused import.
 package import Synchronization
+#endif
 internal import CMiniAppSystem
 
 /// Writing files so that a crash leaves either the old or the new contents, never a mix.
