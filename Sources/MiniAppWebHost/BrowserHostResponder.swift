@@ -238,7 +238,10 @@ struct BrowserHostResponder: HTTPResponder {
             ])
         }
         let devices = try await host.store.hostRecords(appId: app.appId, .device)
+        let root = app.root
+        let appearance = try await host.installer.executor.run { Self.appearance(under: root) }
         var fields: [String: JSONValue] = [
+            "displayName": appearance.name.map { .string($0) } ?? .null, "icon": appearance.icon.map { .string($0) } ?? .null,
             "id": .string(app.appId), "versionId": .string(app.versionId), "permissions": .array(items),
             "devices": .object(Dictionary(uniqueKeysWithValues: BrowserHostServices.devices.map { name in
                 (name, .string(devices[name].flatMap(DevicePermissionStatus.init(rawValue:))?.rawValue ?? DevicePermissionStatus.unknown.rawValue))
@@ -378,6 +381,29 @@ struct BrowserHostResponder: HTTPResponder {
 
     /// Looks `relative` up below `root` without following links (folders all the way, a regular file at
     /// the end), reading it whole when `readingWhole` (pages of at most 16 MiB); blocking: run it on a pool.
+    /// The app's name and icon as its web manifest (`manifest.json`: `short_name` or `name`, the first of
+    /// `icons`) gives them: the icon as a data URL of an image type, at most 256 KiB, read by the same
+    /// rules as any file of the app. The host page shows them; the app's id stands in for a missing name.
+    static func appearance(under root: String) -> (name: String?, icon: String?) {
+        guard case .page(let bytes) = lookUp("manifest.json", under: root, readingWhole: true),
+              case .object(let fields)? = JSONReader.value(bytes, maxDepth: 16) else { return (nil, nil) }
+        var name: String?
+        for key in ["name", "short_name"] {
+            if case .string(let text)? = fields[key], !text.trimmingCharacters(in: .whitespaces).isEmpty, !text.hasPrefix("__") {
+                name = Sanitizer.printable(text, limit: 80)
+                break
+            }
+        }
+        var icon: String?
+        if case .array(let icons)? = fields["icons"], case .object(let first)? = icons.first, case .string(let source)? = first["src"],
+           let relative = relativePath("/" + source.trimmingCharacters(in: CharacterSet(charactersIn: "./"))), !relative.isEmpty,
+           case .page(let image) = lookUp(relative, under: root, readingWhole: true), image.count <= 256 << 10 {
+            let type = contentType(of: relative)
+            if type.hasPrefix("image/") { icon = "data:\(type.split(separator: ";")[0]);base64," + Data(image).base64EncodedString() }
+        }
+        return (name, icon)
+    }
+
     static func lookUp(_ relative: String, under root: String, readingWhole: Bool) -> FileLookup {
         var current = root
         let components = relative.split(separator: "/")

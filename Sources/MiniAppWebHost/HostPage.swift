@@ -1,5 +1,6 @@
 import Foundation
 import MiniAppBridge
+import MiniAppCore
 
 /// The host page: the running app in a frame of its own origin, its permissions with a way to revoke
 /// them, the launch gate's question, and the prompts of `requestCustomPermissions`. Everything it shows
@@ -34,45 +35,123 @@ enum HostPage {
         <meta name="viewport" content="width=device-width,initial-scale=1">
         <title>miniapp host</title>
         <style>
-        body{font-family:sans-serif;margin:0;display:flex;height:100vh}
-        #side{width:320px;padding:12px;overflow:auto;border-right:1px solid #ccc;box-sizing:border-box}
-        #main{flex:1;position:relative}
-        #miniapp-frame{border:0;width:100%;height:100%}
-        #gate,#miniapp-prompt,#miniapp-external,#miniapp-sheet{position:absolute;inset:0;background:rgba(255,255,255,.97);padding:24px;overflow:auto}
+        :root{--bg:#f3f4f6;--panel:#fff;--text:#1f2328;--muted:#5f6670;--line:#d8dbe0;--accent:#bf0000;--accent-text:#fff;--code:#f1f2f4;--shade:rgba(15,18,22,.62);--bad:#b42318}
+        body[data-theme="dark"]{--bg:#15171a;--panel:#1f2226;--text:#e8eaed;--muted:#a0a6ad;--line:#353a40;--accent:#ff5a4f;--accent-text:#111;--code:#2a2e33;--shade:rgba(0,0,0,.72);--bad:#ff8a80}
+        @media (prefers-color-scheme: dark){body:not([data-theme="light"]){--bg:#15171a;--panel:#1f2226;--text:#e8eaed;--muted:#a0a6ad;--line:#353a40;--accent:#ff5a4f;--accent-text:#111;--code:#2a2e33;--shade:rgba(0,0,0,.72);--bad:#ff8a80}}
+        *{box-sizing:border-box}
+        body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;height:100vh;display:flex;flex-direction:column;background:var(--bg);color:var(--text)}
+        button{font:inherit;border:1px solid var(--line);background:var(--panel);color:var(--text);border-radius:8px;padding:5px 12px;cursor:pointer}
+        button:hover{border-color:var(--accent)}
+        button.primary,#gate-allow,#prompt-confirm,#sheet-ok{background:var(--accent);border-color:var(--accent);color:var(--accent-text)}
+        select{font:inherit;background:var(--panel);color:var(--text);border:1px solid var(--line);border-radius:8px;padding:4px 8px}
+        a{color:var(--accent)}
+        #bar{display:flex;align-items:center;gap:10px;padding:8px 14px;background:var(--panel);border-bottom:1px solid var(--line);flex-wrap:wrap}
+        #bar h1{font-size:16px;margin:0;flex:1;min-width:120px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+        #app-icon{width:28px;height:28px;border-radius:7px;object-fit:cover;background:var(--code)}
+        #layout{flex:1;display:flex;min-height:0}
+        #stage{flex:1;display:flex;align-items:center;justify-content:center;padding:18px;overflow:auto;min-width:0}
+        #device{position:relative;background:#000;border-radius:36px;padding:14px;box-shadow:0 10px 40px rgba(0,0,0,.25);width:calc(390px + 28px);height:calc(844px + 28px);max-width:100%;max-height:100%;flex:none}
+        #device[data-preset="phone-small"]{width:calc(360px + 28px);height:calc(740px + 28px)}
+        #device[data-preset="tablet"]{width:calc(820px + 28px);height:calc(1180px + 28px);border-radius:28px}
+        #device[data-rotated="true"]{width:calc(844px + 28px);height:calc(390px + 28px)}
+        #device[data-preset="phone-small"][data-rotated="true"]{width:calc(740px + 28px);height:calc(360px + 28px)}
+        #device[data-preset="tablet"][data-rotated="true"]{width:calc(1180px + 28px);height:calc(820px + 28px)}
+        #device[data-preset="fill"]{width:100%;height:100%;border-radius:0;padding:0;box-shadow:none}
+        #main{position:relative;width:100%;height:100%;background:#fff;border-radius:24px;overflow:hidden}
+        #device[data-preset="fill"] #main{border-radius:0}
+        #miniapp-frame{border:0;width:100%;height:100%;display:block;background:#fff}
+        #gate,#miniapp-prompt,#miniapp-external,#miniapp-sheet{position:absolute;inset:0;background:var(--shade);display:flex;align-items:center;justify-content:center;padding:16px;overflow:auto;z-index:2}
+        .card{background:var(--panel);color:var(--text);border-radius:16px;padding:18px 18px 14px;width:100%;max-width:440px;max-height:100%;overflow:auto;box-shadow:0 8px 30px rgba(0,0,0,.35)}
+        .card h3{margin:0 0 10px;font-size:16px;display:flex;align-items:center;gap:8px}
+        .card h3 img{width:28px;height:28px;border-radius:7px}
+        .card .actions{display:flex;gap:8px;justify-content:flex-end;flex-wrap:wrap;margin-top:12px}
+        .card label{display:flex;gap:8px;align-items:flex-start}
+        .permission-name{font-weight:600}
+        .permission-id{color:var(--muted);font-size:11px;word-break:break-all}
+        #side{width:340px;flex:none;padding:12px 14px;overflow:auto;border-left:1px solid var(--line);background:var(--panel)}
+        #side h3{font-size:12px;text-transform:uppercase;letter-spacing:.05em;color:var(--muted);margin:16px 0 6px}
+        #side .row{display:flex;flex-wrap:wrap;align-items:center;gap:6px;padding:6px 0;border-bottom:1px solid var(--line)}
+        #side .row .grow{flex:1;min-width:120px}
+        #status{min-height:1.4em;color:var(--muted)}
+        .badge{font-size:11px;padding:1px 7px;border-radius:9px;border:1px solid var(--line);color:var(--muted)}
+        .badge[data-status="ALLOWED"],.badge[data-status="granted"]{color:#137333;border-color:#137333}
+        .badge[data-status="DENIED"],.badge[data-status="denied"]{color:var(--bad);border-color:var(--bad)}
         #sheet-body img{max-width:100%;max-height:240px}
-        #dev-problems .row,#dev-warnings .row{color:#a00;white-space:pre-wrap}
-        #dev-publish{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:6px}
-        #sheet-body pre,#host-log pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:6px;max-height:200px;overflow:auto}
-        .reason{color:#555;font-size:90%;margin:2px 0 10px 24px;white-space:pre-wrap}
-        .row{margin:6px 0}
+        #dev-problems .row,#dev-warnings .row{color:var(--bad);white-space:pre-wrap}
+        pre,#dev-publish{white-space:pre-wrap;word-break:break-all;background:var(--code);padding:6px;border-radius:6px;max-height:200px;overflow:auto}
+        .reason{color:var(--muted);font-size:90%;margin:2px 0 8px 24px;white-space:pre-wrap;flex-basis:100%}
+        .row{margin:4px 0}
         [hidden]{display:none!important}
+        @media (max-width: 900px){#layout{flex-direction:column;overflow:auto}#side{width:auto;border-left:0;border-top:1px solid var(--line);overflow:visible}#stage{min-height:70vh}}
         </style>
         <script src="/host.js"></script>
         </head>
         <body data-app="\(attribute(appId ?? ""))" data-origin="\(attribute(appOrigin ?? ""))" data-apps="\(attribute(apps.joined(separator: " ")))">
-        <div id="side"><h2 id="app-title"></h2><div id="status" role="status"></div>
+        <header id="bar"><img id="app-icon" alt="" hidden><h1 id="app-title"></h1>
+        <label>Device <select id="device-preset"><option value="phone">Phone 390 × 844</option><option value="phone-small">Small phone 360 × 740</option>
+        <option value="tablet">Tablet 820 × 1180</option><option value="fill">Fill the window</option></select></label>
+        <button id="device-rotate" title="Rotate">Rotate</button><button id="theme-toggle" title="Light or dark">Dark</button></header>
+        <div id="layout">
+        <main id="stage"><div id="device" data-preset="phone" data-rotated="false">
+        <div id="main">
+        <div id="gate" hidden><div class="card"><h3 id="gate-title">Before this mini-app starts</h3><p>It needs these permissions:</p><div id="gate-items"></div>
+        <p id="gate-message"></p><div class="actions"><button id="gate-deny">Deny</button><button id="gate-allow">Allow and start</button></div></div></div>
+        <div id="miniapp-external" hidden><div class="card"><h3>The mini-app opens a page of another site</h3>
+        <p><a id="external-link" target="_blank" rel="noopener noreferrer"></a></p>
+        <div class="actions"><button id="external-close">Back to the mini-app</button></div></div></div>
+        <div id="miniapp-prompt" hidden><div class="card"><h3 id="prompt-title"></h3><div id="prompt-items"></div>
+        <div class="actions"><button id="prompt-deny-all">Deny all</button><button id="prompt-allow-all">Allow all</button><button id="prompt-confirm">Confirm</button></div></div></div>
+        <div id="miniapp-sheet" hidden><div class="card"><h3 id="sheet-title"></h3><div id="sheet-body"></div>
+        <div class="actions"><button id="sheet-cancel"></button><button id="sheet-ok"></button></div></div></div>
+        </div></div></main>
+        <aside id="side"><div id="status" role="status"></div>
         <div id="dev-panel" hidden><h3>Development folder</h3><div id="dev-folder"></div><div id="dev-problems"></div><div id="dev-warnings"></div>
         <p>To publish it:</p><pre id="dev-publish"></pre></div>
-        <h3>Permissions</h3><div id="permissions"></div><h3>Device</h3><div id="devices"></div><h3>From the app</h3><div id="host-log"></div></div>
-        <div id="main">
-        <div id="gate" hidden><h3>Before this mini-app starts</h3><p>It needs these permissions:</p><div id="gate-items"></div>
-        <button id="gate-allow">Allow and start</button> <button id="gate-deny">Deny</button><p id="gate-message"></p></div>
-        <div id="miniapp-external" hidden><h3>The mini-app opens a page of another site</h3>
-        <p><a id="external-link" target="_blank" rel="noopener noreferrer"></a></p>
-        <button id="external-close">Back to the mini-app</button></div>
-        <div id="miniapp-prompt" hidden><h3 id="prompt-title"></h3><div id="prompt-items"></div>
-        <button id="prompt-confirm">Confirm</button> <button id="prompt-allow-all">Allow all</button> <button id="prompt-deny-all">Deny all</button></div>
-        <div id="miniapp-sheet" hidden><h3 id="sheet-title"></h3><div id="sheet-body"></div>
-        <button id="sheet-ok"></button> <button id="sheet-cancel"></button></div>
+        <h3>Permissions</h3><div id="permissions"></div><h3>Device</h3><div id="devices"></div><h3>From the app</h3><div id="host-log"></div></aside>
         </div>
         </body></html>
         """
     }
 
-    static let script = #"""
+    /// The script, with the readable names of the permissions the SDKs know.
+    static let script: String = scriptTemplate.replacingOccurrences(of: "/*LABELS*/{}", with: JSONText.encode(.object(
+        Dictionary(uniqueKeysWithValues: KnownPermission.allCases.map { ($0.rawValue, .string(label(of: $0))) })
+    )))
+
+    /// What the user reads for a permission, in the host's words.
+    static func label(of permission: KnownPermission) -> String {
+        switch permission {
+        case .userName: "Your name"
+        case .profilePhoto: "Your profile photo"
+        case .contactList: "Your contacts"
+        case .accessToken: "Access to Rakuten services for you"
+        case .sendMessage: "Send messages to your contacts"
+        case .location: "Your location"
+        case .points: "Your points"
+        case .fileDownload: "Download files to your device"
+        }
+    }
+
+    private static let scriptTemplate = #"""
 (function () {
   'use strict';
   var session, appId, appOrigin, prompts = [], shown = null, after = 0, sheets = [], sheet = null;
+  // Readable names of the custom permissions the SDKs know; other names are shown as they are.
+  var LABELS = /*LABELS*/{};
+  // The app as the user knows it: its display name and icon once the host said them.
+  var appName = null, appIcon = null;
+  function nameOf(permission) { return LABELS[permission] || permission; }
+  function permissionLabel(name, required) {
+    var label = node('span', null, { 'class': 'grow' });
+    label.appendChild(node('div', nameOf(name) + (required ? ' (required)' : ''), { 'class': 'permission-name' }));
+    if (LABELS[name]) { label.appendChild(node('div', name, { 'class': 'permission-id' })); }
+    return label;
+  }
+  function titled(element, text) {
+    clear(element);
+    if (appIcon) { element.appendChild(node('img', null, { src: appIcon, alt: '' })); }
+    element.appendChild(node('span', text));
+  }
   // The capability held by the document in the app's frame, the greetings seen, and the greetings seen
   // at the frame's last load (a load without a greeting is a document without the bridge).
   var grant = null, hellos = 0, hellosAtLoad = 0, externalTarget = null, allowed = '';
@@ -207,12 +286,17 @@ enum HostPage {
   }
   function render(state) {
     if (state.devices) { renderDevices(state.devices); }
+    appName = state.displayName || appId;
+    appIcon = state.icon || null;
+    $('app-title').textContent = appName;
+    document.title = appName + ' · miniapp host';
+    if (appIcon) { $('app-icon').src = appIcon; $('app-icon').hidden = false; }
     var list = $('permissions');
     clear(list);
     state.permissions.forEach(function (permission) {
       var row = node('div', null, { 'class': 'row', 'data-permission': permission.name, 'data-status': permission.status });
-      row.appendChild(node('strong', permission.name));
-      row.appendChild(node('span', ' ' + permission.status + (permission.required ? ' (required)' : '')));
+      row.appendChild(permissionLabel(permission.name, permission.required));
+      row.appendChild(node('span', permission.decided ? permission.status : 'NOT DECIDED', { 'class': 'badge', 'data-status': permission.decided ? permission.status : 'undecided' }));
       var allowed = permission.status === 'ALLOWED';
       var button = node('button', allowed ? 'Revoke' : 'Allow', { 'data-action': allowed ? 'revoke' : 'allow' });
       button.addEventListener('click', function () {
@@ -238,10 +322,11 @@ enum HostPage {
     clear(items);
     state.permissions.filter(function (p) { return state.launch.missing.indexOf(p.name) >= 0; }).forEach(function (permission) {
       var row = node('div', null, { 'class': 'row', 'data-permission': permission.name });
-      row.appendChild(node('strong', permission.name));
+      row.appendChild(permissionLabel(permission.name, false));
       if (permission.reason) { row.appendChild(node('div', permission.reason, { 'class': 'reason' })); }
       items.appendChild(row);
     });
+    titled($('gate-title'), 'Before ' + appName + ' starts');
     $('gate').dataset.missing = state.launch.missing.join(' ');
     $('gate').hidden = false;
   }
@@ -293,13 +378,13 @@ enum HostPage {
     var box = $('miniapp-prompt'), items = $('prompt-items');
     clear(items);
     box.dataset.promptId = String(shown.id);
-    $('prompt-title').textContent = shown.appId + ' asks for:';
+    titled($('prompt-title'), (shown.appId === appId ? appName : shown.appId) + ' asks for:');
     shown.items.forEach(function (item) {
       var row = node('div', null, { 'class': 'row' });
       var label = node('label');
       var box = node('input', null, { type: 'checkbox', 'data-permission': item.name });
       label.appendChild(box);
-      label.appendChild(document.createTextNode(' ' + item.name + (item.required ? ' (required)' : '')));
+      label.appendChild(permissionLabel(item.name, item.required));
       row.appendChild(label);
       if (item.reason) { row.appendChild(node('div', item.reason, { 'class': 'reason' })); }
       items.appendChild(row);
@@ -468,6 +553,32 @@ enum HostPage {
       setTimeout(poll, 0);
     }, function () { setTimeout(poll, 1000); });
   }
+  // The device the app is shown in and the page's theme: the user's last choice, kept by the browser.
+  function remember(key, value) { try { localStorage.setItem('miniapp.' + key, value); } catch (e) {} }
+  function recall(key) { try { return localStorage.getItem('miniapp.' + key); } catch (e) { return null; } }
+  function setUpView() {
+    var device = $('device'), preset = $('device-preset');
+    var presets = ['phone', 'phone-small', 'tablet', 'fill'];
+    if (presets.indexOf(recall('device')) >= 0) { preset.value = recall('device'); }
+    device.dataset.preset = preset.value;
+    device.dataset.rotated = recall('rotated') === 'true' ? 'true' : 'false';
+    preset.addEventListener('change', function () { device.dataset.preset = preset.value; remember('device', preset.value); });
+    $('device-rotate').addEventListener('click', function () {
+      device.dataset.rotated = device.dataset.rotated === 'true' ? 'false' : 'true';
+      remember('rotated', device.dataset.rotated);
+    });
+    var dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
+    function theme(name) {
+      document.body.dataset.theme = name;
+      $('theme-toggle').textContent = name === 'dark' ? 'Light' : 'Dark';
+    }
+    theme(recall('theme') || (dark ? 'dark' : 'light'));
+    $('theme-toggle').addEventListener('click', function () {
+      var next = document.body.dataset.theme === 'dark' ? 'light' : 'dark';
+      theme(next);
+      remember('theme', next);
+    });
+  }
   window.addEventListener('message', greeted);
   window.addEventListener('pagehide', function () {
     if (grant !== null) {
@@ -487,6 +598,7 @@ enum HostPage {
     $('external-close').addEventListener('click', closeExternal);
     $('sheet-ok').addEventListener('click', sheetOK);
     $('sheet-cancel').addEventListener('click', sheetCancel);
+    setUpView();
     if (!appId) {
       $('app-title').textContent = 'Mini-apps';
       (document.body.getAttribute('data-apps') || '').split(' ').filter(Boolean).forEach(function (id) {
@@ -496,6 +608,7 @@ enum HostPage {
       return;
     }
     $('app-title').textContent = appId;
+    appName = appId;
     refresh();
     poll();
   });

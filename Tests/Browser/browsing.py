@@ -96,3 +96,13 @@ def into_app(driver):
     wait(lambda: driver.execute_script('return !!window.MiniAppBridge && document.readyState === "complete"'), 'the bridge is defined in the app')
 
 
+
+
+def desktop_view(driver):
+    """Shows the app filling the host page (the host page shows a phone by default): for pages written
+    for a desktop layout, such as the sample's drawer."""
+    driver.switch_to.default_content()
+    wait(lambda: driver.execute_script(
+        'var s = document.getElementById("device-preset"); if (!s) { return false; }'
+        ' s.value = "fill"; s.dispatchEvent(new Event("change")); return document.getElementById("device").dataset.preset === "fill";'),
+        'the host page fills the window with the app')

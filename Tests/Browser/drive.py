@@ -11,7 +11,7 @@ import json, os, re, subprocess, sys, time, urllib.request, urllib.error
 from selenium.webdriver.common.by import By
 
 import browsing
-from browsing import processes, check, miniapp, status, browser, wait, click, call, into_app
+from browsing import processes, check, miniapp, status, browser, wait, click, call, into_app, desktop_view
 
 MINIAPP, WORK = sys.argv[1], sys.argv[2]
 browsing.MINIAPP = MINIAPP
@@ -441,7 +441,7 @@ def main():
         other_id = call(driver, 'MiniAppBridge.getUniqueId()')['ok']
         check(other_id != unique['ok'], 'unique ids differ between apps')
         # The host closes the frame as it answers: the app may not live to see the answer.
-        driver.execute_script('MiniAppBridge.closeMiniApp(false)')
+        driver.execute_script('setTimeout(function () { MiniAppBridge.closeMiniApp(false); }, 0)')
         driver.switch_to.default_content()
         wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and 'closed' in driver.find_element(By.ID, 'status').text, 'closeMiniApp closes the frame on the host page')
 
@@ -453,6 +453,7 @@ def main():
             check(published.returncode == 0, 'publish the real sample', published.stderr)
             url_three, _ = start_run('js-sample', cache, extra)
             driver.get(url_three)
+            desktop_view(driver)
             wait(lambda: driver.find_element(By.ID, 'gate').is_displayed(), 'the sample asks for its required permissions')
             click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow')
             into_app(driver)
@@ -505,6 +506,7 @@ def main():
                 answer = json.load(error)
             check('page' in answer, 'the reference host loads the sample and names its page', str(answer))
             driver.get(answer['page'])
+            desktop_view(driver)
             wait(lambda: driver.find_element(By.ID, 'gate').is_displayed(), 'the reference host asks for the required permissions')
             click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow')
             into_app(driver)

@@ -16,7 +16,7 @@ import json, os, subprocess, sys, time, urllib.error, urllib.request, zipfile
 from selenium.webdriver.common.by import By
 
 import browsing
-from browsing import check, miniapp, browser, wait, click, into_app, processes
+from browsing import check, miniapp, browser, wait, click, into_app, processes, desktop_view
 
 MINIAPP, WORK, SAMPLE = sys.argv[1], sys.argv[2], sys.argv[3]
 SETUPS = sys.argv[4:] or ['granted', 'allowed-at-prompts', 'denied-at-prompts', 'no-profile', 'reference-host']
@@ -155,6 +155,7 @@ def run_setup(driver, setup, port_cache):
     else:
         url, _ = browsing.start_run('js-sample', cache, os.path.join(WORK, 'registry'), profile)
     driver.get(url)
+    desktop_view(driver)
     if setup != 'granted':
         click(lambda: driver.find_element(By.ID, 'gate-allow'), 'click gate-allow')
     app_alive(driver)
@@ -193,6 +194,7 @@ def run_setup(driver, setup, port_cache):
                 # The app closed itself (closeMiniApp): the host page starts it again.
                 seen.append('closed by ' + page)
                 driver.get(url)
+                desktop_view(driver)
             app_alive(driver)
             errors = uncaught(driver)
             check(not errors, '%s: %s / %s leaves no uncaught error' % (setup, page, label), str(errors))
