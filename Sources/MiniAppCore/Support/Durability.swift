@@ -1,5 +1,8 @@
 package import Foundation
+#if DEBUG
+// Only the debug builds' test seam uses it: a release build warned of an unused package import.
 package import Synchronization
+#endif
 internal import CMiniAppSystem
 
 /// Writing files so that a crash leaves either the old or the new contents, never a mix.
