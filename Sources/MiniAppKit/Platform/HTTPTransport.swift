@@ -95,7 +95,7 @@ final class HTTPTransport: Sendable {
         }
         pooled = LazyHTTPClient(shared: httpClient, connectTimeout: network.connectTimeout.timeAmount) {
             HTTPClient.Configuration(
-                // Redirects are ``RequestPolicy``'s: it drops credentials on the way to another origin.
+                // Redirects are ``RequestPolicy``'s: followed for zips, never for platform requests (they carry the key).
                 redirectConfiguration: .disallow,
                 timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
             )

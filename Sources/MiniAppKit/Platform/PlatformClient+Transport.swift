@@ -25,8 +25,8 @@ extension PlatformClient {
         return headers
     }
 
-    /// The subscription key's header, when there is a key: ``RequestPolicy`` never sends it to another
-    /// origin than the platform's.
+    /// The subscription key's header, when there is a key: sent only to the platform, whose redirects
+    /// are never followed (see ``RequestPolicy/send(_:over:deadline:redirects:longRead:)``).
     var credentialHeaders: HTTPHeaders {
         guard let subscriptionKey else { return [:] }
         return ["apiKey": subscriptionKey.hasPrefix("ras-") ? subscriptionKey : "ras-" + subscriptionKey]

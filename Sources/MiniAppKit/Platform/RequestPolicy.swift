@@ -112,19 +112,18 @@ struct RequestPolicy: Sendable {
 
     /// Sends `request` over `transport` and follows its redirects, at most ``maxRedirects`` counted in
     /// `redirects` (which the caller keeps across its attempts), to `http://` and `https://` URLs only.
-    /// The `credentials` headers go with it to its first URL's origin only, never to another one a
-    /// redirect names. Returns the first answer that is not a redirect, with the URL that gave it.
+    /// Returns the first answer that is not a redirect, with the URL that gave it.
+    ///
+    /// Only requests without credentials come here (zips and their ranges): a platform request, which
+    /// carries the subscription key, is sent once per attempt with ``HTTPTransport/fetch(_:deadline:)``
+    /// and its redirects are not followed, so the key never reaches another origin.
     func send(
-        _ request: HTTPRequest, credentials: HTTPHeaders = [:], over transport: HTTPTransport, deadline: ContinuousClock.Instant,
-        redirects: inout Int, longRead: Bool = false
+        _ request: HTTPRequest, over transport: HTTPTransport, deadline: ContinuousClock.Instant, redirects: inout Int, longRead: Bool = false
     ) async throws -> (HTTPResponse, url: String) {
-        let origin = Self.origin(request.url)
         var request = request
         while true {
             try Task.checkCancellation()
-            var sent = request
-            if !credentials.isEmpty, Self.origin(request.url) == origin { sent.headers.add(contentsOf: credentials) }
-            let response = try await transport.open(sent, deadline: deadline, longRead: longRead)
+            let response = try await transport.open(request, deadline: deadline, longRead: longRead)
             guard Self.isRedirect(response.status) else { return (response, request.url) }
             response.close()
             guard let location = response.headers.first(name: "Location"), let next = URL(string: location, relativeTo: URL(string: request.url)),
