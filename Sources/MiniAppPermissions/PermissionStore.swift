@@ -24,6 +24,8 @@ package protocol PermissionBackend: Sendable {
     func reset(appId: String, at date: Date?) async throws(PermissionStoreError)
     /// The value the app stored under `key`, or nil.
     func storageItem(appId: String, key: String) async throws(PermissionStoreError) -> String?
+    /// Every item the app stored, by key.
+    func storageItems(appId: String) async throws(PermissionStoreError) -> [String: String]
     /// In one transaction: the bytes the app's items use, and what they would use with `items`
     /// (distinct keys) stored; the items are stored only when that is at most `limit`.
     func setStorageItems(appId: String, _ items: [(key: String, value: String)], limit: Int) async throws(PermissionStoreError) -> StorageChange
