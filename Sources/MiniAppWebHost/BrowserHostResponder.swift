@@ -87,6 +87,10 @@ struct BrowserHostResponder: HTTPResponder {
         switch path {
         case "/host.js":
             return Self.body(HostPage.script, type: "text/javascript; charset=utf-8")
+        case "/panel.js":
+            return Self.body(HostPanel.script, type: "text/javascript; charset=utf-8")
+        case "/panel.css":
+            return Self.body(HostPanel.style, type: "text/css; charset=utf-8")
         case "/":
             let apps = host.openApps
             guard apps.count == 1, let app = apps.first else { return page(for: nil, port: port) }
@@ -210,6 +214,7 @@ struct BrowserHostResponder: HTTPResponder {
             if let capability = BridgeCapability(token: parts[3]) { app.dispatcher.revoke(capability) }
             return Self.json(.ok, ["revoked": .bool(true)])
         default:
+            if let answer = try await panelAPI(request, parts: parts) { return answer }
             return Self.json(.notFound, ["error": .string("no such host endpoint")])
         }
     }

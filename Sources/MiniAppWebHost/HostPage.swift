@@ -48,12 +48,14 @@ enum HostPage {
         [hidden]{display:none!important}
         </style>
         <script src="/host.js"></script>
+        <script src="/panel.js"></script>
         </head>
         <body data-app="\(attribute(appId ?? ""))" data-origin="\(attribute(appOrigin ?? ""))" data-apps="\(attribute(apps.joined(separator: " ")))">
         <div id="side"><h2 id="app-title"></h2><div id="status" role="status"></div>
         <div id="dev-panel" hidden><h3>Development folder</h3><div id="dev-folder"></div><div id="dev-problems"></div><div id="dev-warnings"></div>
         <p>To publish it:</p><pre id="dev-publish"></pre></div>
-        <h3>Permissions</h3><div id="permissions"></div><h3>Device</h3><div id="devices"></div><h3>From the app</h3><div id="host-log"></div></div>
+        <h3>Permissions</h3><div id="permissions"></div><h3>Device</h3><div id="devices"></div><h3>From the app</h3><div id="host-log"></div>
+        <div id="miniapp-panel"></div></div>
         <div id="main">
         <div id="gate" hidden><h3>Before this mini-app starts</h3><p>It needs these permissions:</p><div id="gate-items"></div>
         <button id="gate-allow">Allow and start</button> <button id="gate-deny">Deny</button><p id="gate-message"></p></div>

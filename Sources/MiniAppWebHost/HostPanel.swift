@@ -1,0 +1,250 @@
+/// The host page's panel for the app's developer, served as `/panel.js` and `/panel.css` and built
+/// inside the host page's `#miniapp-panel`: the bridge's calls as they happen, host events sent to the
+/// app, the host's profile, the app's secure storage, and errors forced on the app's actions. What an
+/// app sent (parameters, answers, storage) is set as text, never as markup; access tokens in answers
+/// come masked from the server.
+///
+/// Stable hooks for people and tools, all inside `#miniapp-panel`: `#calls` rows `[data-action]` with
+/// `data-outcome="success" | "error"` (newest first, the last 500), `data-permission`
+/// when a permission gates the action, and `.mp-answer`, `.mp-error`, `.mp-refusal` inside;
+/// `#calls-filter` (text the rows must contain); `#event-name`, `#event-message`, `#event-send`;
+/// `#profile-editor` with `#profile-json` (the profile's JSON document), `#profile-save` and
+/// `#profile-error`; `#storage` rows `[data-key]` with `input.mp-value`, `button[data-do="edit"]` and
+/// `button[data-do="remove"]`, then `#storage-key`, `#storage-value`, `#storage-set`, `#storage-clear`
+/// and `#storage-size`; `#inject-action`, `#inject-kind` (`notSupported`, `denied`, `timeout`),
+/// `#inject-seconds` (empty: the timeout never answers until removed), `#inject-add`, and rows
+/// `[data-injected="<action>"]` with `button[data-do="remove"]`; `#panel-status` for what happened last.
+enum HostPanel {
+    static let style = """
+    #miniapp-panel{font-size:13px;overflow-wrap:anywhere;min-width:0}
+    #miniapp-panel section{border-top:1px solid #ccc;margin-top:10px;padding-top:4px}
+    #miniapp-panel h3{margin:6px 0}
+    #miniapp-panel input,#miniapp-panel select,#miniapp-panel textarea,#miniapp-panel button{font:inherit;max-width:100%;box-sizing:border-box}
+    #miniapp-panel #calls-filter,#miniapp-panel #event-message,#miniapp-panel #profile-json{width:100%}
+    #miniapp-panel #profile-json{min-height:160px;font-family:monospace}
+    #miniapp-panel #calls{max-height:360px;overflow:auto}
+    #miniapp-panel .mp-call{border-left:3px solid #3a3;padding:2px 6px;margin:4px 0;background:#f7f7f7}
+    #miniapp-panel .mp-call[data-outcome="error"]{border-left-color:#c33}
+    #miniapp-panel .mp-meta{color:#555;font-size:90%}
+    #miniapp-panel .mp-param::before{content:"sent ";color:#888}
+    #miniapp-panel .mp-answer::before{content:"answer ";color:#888}
+    #miniapp-panel pre{white-space:pre-wrap;word-break:break-all;margin:2px 0;max-height:120px;overflow:auto}
+    #miniapp-panel .mp-error,#miniapp-panel .mp-refusal,#miniapp-panel #profile-error{color:#a00;white-space:pre-wrap}
+    #miniapp-panel .mp-row{display:flex;gap:4px;align-items:center;margin:3px 0;flex-wrap:wrap}
+    #miniapp-panel .mp-row .mp-key{font-weight:bold;word-break:break-all}
+    #miniapp-panel .mp-row .mp-value{flex:1;min-width:80px}
+    @media (prefers-color-scheme: dark){#miniapp-panel .mp-call{background:#222}#miniapp-panel .mp-meta{color:#aaa}}
+    """
+
+    static let script = #"""
+(function () {
+  'use strict';
+  var session, appId, after = 0, rows = 0, MAX_ROWS = 500;
+  function $(id) { return document.getElementById(id); }
+  function node(tag, text, attributes) {
+    var element = document.createElement(tag);
+    if (text !== undefined && text !== null) { element.textContent = text; }
+    Object.keys(attributes || {}).forEach(function (key) { element.setAttribute(key, attributes[key]); });
+    return element;
+  }
+  function clear(element) { while (element.firstChild) { element.removeChild(element.firstChild); } }
+  function request(method, path, body, raw) {
+    return fetch('/api/' + path, {
+      method: method, cache: 'no-store',
+      headers: { 'X-Miniapp-Session': session, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : (raw ? body : JSON.stringify(body))
+    }).then(function (response) {
+      return response.json().then(function (json) {
+        if (!response.ok) { throw new Error(json.error || ('HTTP ' + response.status)); }
+        return json;
+      });
+    });
+  }
+  function appPath(rest) { return 'apps/' + encodeURIComponent(appId) + '/' + rest; }
+  function say(text) { $('panel-status').textContent = text; }
+  function fail(error) { say('Failed: ' + error.message); }
+  function section(title, id) {
+    var element = node('section', null, id ? { id: id } : {});
+    element.appendChild(node('h3', title));
+    $('miniapp-panel').appendChild(element);
+    return element;
+  }
+  function button(text, attributes, onClick) {
+    var element = node('button', text, attributes || {});
+    element.type = 'button';
+    element.addEventListener('click', onClick);
+    return element;
+  }
+
+  // The bridge's calls, newest first.
+  function matches(row) {
+    var filter = $('calls-filter').value.trim().toLowerCase();
+    return filter === '' || row.textContent.toLowerCase().indexOf(filter) >= 0;
+  }
+  function showCall(call) {
+    var attributes = { 'class': 'mp-call', 'data-action': call.action, 'data-outcome': call.outcome, 'data-sequence': String(call.sequence) };
+    if (call.permission) { attributes['data-permission'] = call.permission; }
+    var row = node('div', null, attributes);
+    var head = node('div', null, { 'class': 'mp-meta' });
+    head.appendChild(node('span', new Date(call.time).toLocaleTimeString() + ' '));
+    head.appendChild(node('strong', call.action));
+    head.appendChild(node('span', ' ' + call.milliseconds.toFixed(1) + ' ms'));
+    if (call.permission) {
+      head.appendChild(node('span', ' · ' + call.permission + (call.permissionDeclared ? '' : ' (not declared)')));
+    }
+    row.appendChild(head);
+    row.appendChild(node('pre', call.param, { 'class': 'mp-param' }));
+    if (call.outcome === 'success') {
+      row.appendChild(node('pre', call.answer === null ? 'null' : call.answer, { 'class': 'mp-answer' }));
+    } else {
+      row.appendChild(node('div', call.error.type + ': ' + call.error.message, { 'class': 'mp-error' }));
+      if (call.refusal) { row.appendChild(node('div', call.refusal, { 'class': 'mp-refusal' })); }
+    }
+    row.hidden = !matches(row);
+    var list = $('calls');
+    list.insertBefore(row, list.firstChild);
+    rows += 1;
+    while (rows > MAX_ROWS) { list.removeChild(list.lastChild); rows -= 1; }
+  }
+  function pollCalls() {
+    request('GET', appPath('calls?after=' + after)).then(function (batch) {
+      after = batch.next;
+      var storage = false;
+      batch.calls.forEach(function (call) {
+        showCall(call);
+        if (call.action.indexOf('SecureStorage') >= 0) { storage = true; }
+      });
+      if (storage) { readStorage(); }
+      setTimeout(pollCalls, 0);
+    }, function () { setTimeout(pollCalls, 1000); });
+  }
+  function filterCalls() {
+    Array.prototype.forEach.call($('calls').children, function (row) { row.hidden = !matches(row); });
+  }
+
+  // The host's profile: the JSON document --host-profile reads, checked by the host when saved.
+  function readProfile() {
+    return request('GET', 'profile').then(function (profile) {
+      $('profile-json').value = JSON.stringify(profile, null, 2);
+      $('profile-error').textContent = '';
+    }, fail);
+  }
+  function saveProfile() {
+    request('PUT', 'profile', $('profile-json').value, true).then(function (profile) {
+      $('profile-json').value = JSON.stringify(profile, null, 2);
+      $('profile-error').textContent = '';
+      say('Saved the host profile: later calls read it');
+    }, function (error) { $('profile-error').textContent = error.message; });
+  }
+
+  // The app's secure storage.
+  function showStorage(state) {
+    var list = $('storage');
+    clear(list);
+    state.items.forEach(function (item) {
+      var row = node('div', null, { 'class': 'mp-row', 'data-key': item.key });
+      row.appendChild(node('span', item.key, { 'class': 'mp-key' }));
+      var value = node('input', null, { 'class': 'mp-value', 'aria-label': 'value of ' + item.key });
+      value.value = item.value;
+      row.appendChild(value);
+      row.appendChild(button('Save', { 'data-do': 'edit' }, function () {
+        var items = {}; items[item.key] = value.value;
+        changeStorage({ set: items }, 'Saved ' + item.key);
+      }));
+      row.appendChild(button('Remove', { 'data-do': 'remove' }, function () { changeStorage({ remove: [item.key] }, 'Removed ' + item.key); }));
+      list.appendChild(row);
+    });
+    $('storage-size').textContent = state.used + ' of ' + state.max + ' bytes used';
+  }
+  function readStorage() { request('GET', appPath('storage')).then(showStorage, fail); }
+  function changeStorage(change, done) {
+    request('POST', appPath('storage'), change).then(function (state) { showStorage(state); say(done); }, fail);
+  }
+
+  // Errors forced on the app's actions.
+  function showFaults(state) {
+    var list = $('injected');
+    clear(list);
+    state.faults.forEach(function (fault) {
+      var row = node('div', null, { 'class': 'mp-row', 'data-injected': fault.action, 'data-kind': fault.kind });
+      var what = fault.kind === 'timeout' ? (fault.seconds === null ? 'no answer until removed' : 'answers after ' + fault.seconds + ' s')
+        : fault.kind === 'denied' ? 'denied' : 'not supported';
+      row.appendChild(node('span', fault.action, { 'class': 'mp-key' }));
+      row.appendChild(node('span', what));
+      row.appendChild(button('Remove', { 'data-do': 'remove' }, function () {
+        request('DELETE', appPath('faults/' + encodeURIComponent(fault.action))).then(function (next) { showFaults(next); say(fault.action + ' answers again'); }, fail);
+      }));
+      list.appendChild(row);
+    });
+  }
+  function addFault() {
+    var fault = { action: $('inject-action').value.trim(), kind: $('inject-kind').value }, seconds = $('inject-seconds').value.trim();
+    if (fault.kind === 'timeout' && seconds !== '') { fault.seconds = Number(seconds); }
+    request('POST', appPath('faults'), fault).then(function (state) { showFaults(state); say(fault.action + ' now answers ' + fault.kind); }, fail);
+  }
+
+  function build() {
+    var panel = $('miniapp-panel');
+    var calls = section('Bridge calls', 'calls-section');
+    calls.appendChild(node('input', null, { id: 'calls-filter', type: 'search', placeholder: 'Filter calls', 'aria-label': 'Filter calls' }));
+    calls.appendChild(node('div', null, { id: 'calls', 'aria-live': 'polite' }));
+
+    var events = section('Send the app an event');
+    events.appendChild(node('input', null, { id: 'event-name', placeholder: 'Event name', 'aria-label': 'Event name' }));
+    events.appendChild(node('input', null, { id: 'event-message', placeholder: 'Message', 'aria-label': 'Event message' }));
+    events.appendChild(button('Send', { id: 'event-send' }, function () {
+      var name = $('event-name').value.trim();
+      request('POST', appPath('events'), { name: name, message: $('event-message').value }).then(function () { say('Sent ' + name); }, fail);
+    }));
+
+    var profile = section('Host profile', 'profile-editor');
+    profile.appendChild(node('textarea', null, { id: 'profile-json', spellcheck: 'false', 'aria-label': 'Host profile (JSON)' }));
+    profile.appendChild(button('Save profile', { id: 'profile-save' }, saveProfile));
+    profile.appendChild(node('div', null, { id: 'profile-error', role: 'alert' }));
+
+    var storage = section('Secure storage', 'storage-section');
+    storage.appendChild(node('div', null, { id: 'storage-size', 'class': 'mp-meta' }));
+    storage.appendChild(node('div', null, { id: 'storage' }));
+    var add = node('div', null, { 'class': 'mp-row' });
+    add.appendChild(node('input', null, { id: 'storage-key', placeholder: 'Key', 'aria-label': 'New key' }));
+    add.appendChild(node('input', null, { id: 'storage-value', 'class': 'mp-value', placeholder: 'Value', 'aria-label': 'New value' }));
+    add.appendChild(button('Set', { id: 'storage-set' }, function () {
+      var items = {}, key = $('storage-key').value;
+      items[key] = $('storage-value').value;
+      changeStorage({ set: items }, 'Saved ' + key);
+    }));
+    add.appendChild(button('Clear all', { id: 'storage-clear' }, function () { changeStorage({ clear: true }, 'Cleared the storage'); }));
+    storage.appendChild(add);
+
+    var inject = section('Make an action fail', 'inject-section');
+    var row = node('div', null, { 'class': 'mp-row' });
+    row.appendChild(node('input', null, { id: 'inject-action', placeholder: 'Action, e.g. getUserName', 'aria-label': 'Action' }));
+    var kind = node('select', null, { id: 'inject-kind', 'aria-label': 'Error' });
+    [['notSupported', 'Not supported'], ['denied', 'Denied'], ['timeout', 'Timeout']].forEach(function (option) {
+      kind.appendChild(node('option', option[1], { value: option[0] }));
+    });
+    row.appendChild(kind);
+    row.appendChild(node('input', null, { id: 'inject-seconds', type: 'number', min: '1', placeholder: 'after s (empty: never)', 'aria-label': 'Timeout seconds' }));
+    row.appendChild(button('Add', { id: 'inject-add' }, addFault));
+    inject.appendChild(row);
+    inject.appendChild(node('div', null, { id: 'injected' }));
+
+    panel.appendChild(node('div', null, { id: 'panel-status', role: 'status' }));
+    $('calls-filter').addEventListener('input', filterCalls);
+  }
+
+  document.addEventListener('DOMContentLoaded', function () {
+    var panel = $('miniapp-panel');
+    appId = document.body.getAttribute('data-app');
+    if (!panel || !appId) { return; }
+    session = document.querySelector('meta[name="miniapp-session"]').getAttribute('content');
+    document.head.appendChild(node('link', null, { rel: 'stylesheet', href: '/panel.css' }));
+    build();
+    readProfile();
+    readStorage();
+    request('GET', appPath('faults')).then(showFaults, fail);
+    pollCalls();
+  });
+})();
+"""#
+}
