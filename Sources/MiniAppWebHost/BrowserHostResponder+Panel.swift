@@ -7,7 +7,7 @@ import MiniAppPermissions
 import NIOCore
 
 /// The host endpoints of the host page's panel (``HostPanel``): the app's bridge calls, the host's
-/// profile, the app's secure storage and the faults forced on its actions. Like every host endpoint,
+/// profile, a permission reset, the app's secure storage and the faults forced on its actions. Like every host endpoint,
 /// they answer the host page's session only.
 extension BrowserHostResponder {
     /// The answer to a panel endpoint, or `nil` when `parts` names none.
@@ -27,6 +27,16 @@ extension BrowserHostResponder {
             }
             host.setProfile(profile)
             return Self.body(try Self.profileText(profile), type: "application/json", cache: false)
+        case (.delete, 4) where parts[0] == "apps" && parts[2] == "permissions":
+            // One permission forgotten: undecided again, so that the app's next request asks the user.
+            guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
+            let name = parts[3].removingPercentEncoding ?? parts[3]
+            guard PermissionName.isValid(name) else { return Self.json(.badRequest, ["error": .string("name a permission to reset")]) }
+            try await host.store.reset(appId: app.appId, names: [name])
+            // A required permission reset closes the gate: the app's pages lose the bridge.
+            await app.dispatcher.gateMayHaveChanged()
+            board.notifyStateChanged(appId: app.appId)
+            return try await state(of: app)
         case (_, 3) where parts[0] == "apps" && ["calls", "storage", "faults"].contains(parts[2]),
              (.delete, 4) where parts[0] == "apps" && parts[2] == "faults":
             guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }

@@ -233,7 +233,7 @@ struct BrowserHostResponder: HTTPResponder {
     }
 
     /// What the host page shows of an app: its permissions with their statuses, and whether it may start.
-    private func state(of app: RunningApp) async throws -> Response {
+    func state(of app: RunningApp) async throws -> Response {
         let permissions = try await host.store.permissions(appId: app.appId, manifest: app.manifest)
         let missing = permissions.filter { $0.required && $0.status != .allowed }.map(\.name)
         let items: [JSONValue] = permissions.filter(\.declared).map { state in

@@ -9,7 +9,8 @@
 /// when a permission gates the action, and `.mp-answer`, `.mp-error`, `.mp-refusal` inside;
 /// `#calls-filter` (text the rows must contain); `#event-name`, `#event-message`, `#event-send`;
 /// `#profile-editor` with `#profile-json` (the profile's JSON document), `#profile-save` and
-/// `#profile-error`; `#storage` rows `[data-key]` with `input.mp-value`, `button[data-do="edit"]` and
+/// `#profile-error`; `#permission-reset-name` (a declared permission) and `#permission-reset` (undecided
+/// again: the app's next request asks); `#storage` rows `[data-key]` with `input.mp-value`, `button[data-do="edit"]` and
 /// `button[data-do="remove"]`, then `#storage-key`, `#storage-value`, `#storage-set`, `#storage-clear`
 /// and `#storage-size`; `#inject-action`, `#inject-kind` (`notSupported`, `denied`, `timeout`),
 /// `#inject-seconds` (empty: the timeout never answers until removed), `#inject-add`, and rows
@@ -137,6 +138,24 @@ enum HostPanel {
     }, function (error) { $('profile-error').textContent = error.message; });
   }
 
+  // A permission forgotten: the app's next request asks the user again. The host page's own list
+  // hears of it from the server.
+  function readPermissions() {
+    request('GET', 'apps/' + encodeURIComponent(appId)).then(function (state) {
+      var select = $('permission-reset-name'), chosen = select.value;
+      clear(select);
+      state.permissions.forEach(function (permission) {
+        select.appendChild(node('option', permission.name + (permission.decided ? ' (' + permission.status + ')' : ' (undecided)'), { value: permission.name }));
+      });
+      if (chosen) { select.value = chosen; }
+    }, fail);
+  }
+  function resetPermission() {
+    var name = $('permission-reset-name').value;
+    if (!name) { return; }
+    request('DELETE', appPath('permissions/' + encodeURIComponent(name))).then(function () { say('Reset ' + name); readPermissions(); }, fail);
+  }
+
   // The app's secure storage.
   function showStorage(state) {
     var list = $('storage');
@@ -202,6 +221,14 @@ enum HostPanel {
     profile.appendChild(button('Save profile', { id: 'profile-save' }, saveProfile));
     profile.appendChild(node('div', null, { id: 'profile-error', role: 'alert' }));
 
+    var permissions = section('Reset a permission', 'permission-reset-section');
+    var reset = node('div', null, { 'class': 'mp-row' });
+    var names = node('select', null, { id: 'permission-reset-name', 'aria-label': 'Permission' });
+    names.addEventListener('focus', readPermissions);
+    reset.appendChild(names);
+    reset.appendChild(button('Reset', { id: 'permission-reset' }, resetPermission));
+    permissions.appendChild(reset);
+
     var storage = section('Secure storage', 'storage-section');
     storage.appendChild(node('div', null, { id: 'storage-size', 'class': 'mp-meta' }));
     storage.appendChild(node('div', null, { id: 'storage' }));
@@ -241,6 +268,7 @@ enum HostPanel {
     document.head.appendChild(node('link', null, { rel: 'stylesheet', href: '/panel.css' }));
     build();
     readProfile();
+    readPermissions();
     readStorage();
     request('GET', appPath('faults')).then(showFaults, fail);
     pollCalls();

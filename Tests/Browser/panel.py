@@ -5,7 +5,7 @@ Usage: panel.py <miniapp> <work-dir>
 Writes a small mini-app folder in <work-dir>, serves it with `miniapp dev --host-profile`, and checks
 what its developer does from the panel, each seen by the app itself: the panel lists a call with its
 answer (an access token masked) and filters the list; a denial on the page changes the app's next
-answer and the panel says why; a profile edit changes getUserName's next answer (a profile the host
+answer and the panel says why; a permission reset on the panel makes the app's next request ask again; a profile edit changes getUserName's next answer (a profile the host
 cannot use is refused and says why); storage edits on the panel are read back by the app; injected
 errors reach the app's error path and are removed again, a silent timeout answering once removed; a
 host event sent from the page reaches the app; the app's origin gets 403 from every panel endpoint,
@@ -119,6 +119,23 @@ def main():
         click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="%s"] button[data-action="allow"]' % USER_NAME), 'allow USER_NAME again')
         wait(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="%s"]' % USER_NAME).get_attribute('data-status') == 'ALLOWED', 'USER_NAME is allowed again')
 
+        # A permission reset on the panel: undecided again, so the app's next request asks the user.
+        Select(panel(driver, '#permission-reset-name')).select_by_value(USER_NAME)
+        click(lambda: panel(driver, '#permission-reset'), 'reset USER_NAME on the panel')
+        panel_says(driver, 'Reset ' + USER_NAME)
+        wait(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="%s"]' % USER_NAME).get_attribute('data-status') == 'DENIED',
+             'the host page\'s list follows the reset', 20)
+        into_app(driver)
+        driver.execute_script('window.__asked = null; MiniAppBridge.requestCustomPermissions([{name: arguments[0], description: "app text"}])'
+                              '.then(function (answer) { window.__asked = answer; })', USER_NAME)
+        driver.switch_to.default_content()
+        wait(lambda: driver.find_element(By.CSS_SELECTOR, '#miniapp-prompt input[data-permission="%s"]' % USER_NAME).is_displayed(),
+             'after the reset, the app\'s request asks the user again', 20)
+        click(lambda: driver.find_element(By.ID, 'prompt-allow-all'), 'allow USER_NAME in the prompt')
+        into_app(driver)
+        asked = wait(lambda: driver.execute_script('return window.__asked'), 'the request is answered', 20)
+        check([p['status'] for p in asked['permissions']] == ['ALLOWED'], 'the user\'s new answer is the app\'s', str(asked))
+
         # A profile edit: getUserName's next answer changes; a profile the host cannot use is refused.
         editor = panel(driver, '#profile-json')
         profile = json.loads(wait(lambda: editor.get_attribute('value'), 'the panel shows the profile', 20))
@@ -197,7 +214,8 @@ def main():
 
         # The app's origin: 403 from every panel endpoint, nothing it sends the host counts, no clicks.
         endpoints = [('GET', 'profile'), ('PUT', 'profile'), ('GET', 'apps/shop/calls?after=0'), ('GET', 'apps/shop/storage'),
-                     ('POST', 'apps/shop/storage'), ('GET', 'apps/shop/faults'), ('POST', 'apps/shop/faults'), ('DELETE', 'apps/shop/faults/getUserName')]
+                     ('POST', 'apps/shop/storage'), ('GET', 'apps/shop/faults'), ('POST', 'apps/shop/faults'), ('DELETE', 'apps/shop/faults/getUserName'),
+                     ('DELETE', 'apps/shop/permissions/' + USER_NAME)]
         into_app(driver)
         for method, path in endpoints:
             own = call(driver, 'fetch("/api/%s", {method: "%s", headers: {"Content-Type": "application/json"}%s}).then(function (r) { return r.status; })'
