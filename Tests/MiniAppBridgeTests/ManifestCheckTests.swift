@@ -66,7 +66,7 @@ import Testing
             #expect(!BridgeDispatcher.methodNames(gatedBy: permission).isEmpty, "\(permission)")
         }
         #expect(BridgeDispatcher.methodNames(gatedBy: .contactList) == ["getContacts"])
-        #expect(BridgeDispatcher.methodNames(gatedBy: .location) == ["requestPermission"])
+        #expect(BridgeDispatcher.methodNames(gatedBy: .location) == ["requestPermission", "getCurrentPosition"])
     }
 
     @Test func aFolderIsCheckedForItsFilesAndForRequiredPermissionsNoScriptCalls() throws {
