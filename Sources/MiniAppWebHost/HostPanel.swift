@@ -5,7 +5,8 @@
 /// come masked from the server.
 ///
 /// Stable hooks for people and tools, all inside `#miniapp-panel`: `#calls` rows `[data-action]` with
-/// `data-outcome="success" | "error"` (newest first, the last 500), `data-permission`
+/// `data-outcome="success" | "error"` (newest first: the newest 50 that match the filter, of the last
+/// 500 calls kept; `#calls-count` says how many match), `data-permission`
 /// when a permission gates the action, and `.mp-answer`, `.mp-error`, `.mp-refusal` inside;
 /// `#calls-filter` (text the rows must contain); `#event-name`, `#event-message`, `#event-send`;
 /// `#profile-editor` with `#profile-json` (the profile's JSON document), `#profile-save` and
@@ -24,7 +25,7 @@ enum HostPanel {
     #miniapp-panel #calls-filter,#miniapp-panel #event-message,#miniapp-panel #profile-json{width:100%}
     #miniapp-panel #profile-json{min-height:160px;font-family:monospace}
     #miniapp-panel #calls{max-height:360px;overflow:auto}
-    #miniapp-panel .mp-call{border-left:3px solid #3a3;padding:2px 6px;margin:4px 0;background:#f7f7f7}
+    #miniapp-panel .mp-call{border-left:3px solid #3a3;padding:2px 6px;margin:4px 0;background:#f7f7f7;}
     #miniapp-panel .mp-call[data-outcome="error"]{border-left-color:#c33}
     #miniapp-panel .mp-meta{color:#555;font-size:90%}
     #miniapp-panel .mp-param::before{content:"sent ";color:#888}
@@ -40,7 +41,7 @@ enum HostPanel {
     static let script = #"""
 (function () {
   'use strict';
-  var session, appId, after = 0, rows = 0, MAX_ROWS = 500;
+  var session, appId, after = 0, MAX_KEPT = 500, MAX_SHOWN = 50;
   function $(id) { return document.getElementById(id); }
   function node(tag, text, attributes) {
     var element = document.createElement(tag);
@@ -78,16 +79,24 @@ enum HostPanel {
   }
 
   // The bridge's calls, newest first.
-  function matches(row) {
+  // A call matches the filter when its action, parameters, answer, error or permission contain it.
+  function matches(call) {
     var filter = $('calls-filter').value.trim().toLowerCase();
-    return filter === '' || row.textContent.toLowerCase().indexOf(filter) >= 0;
+    if (filter === '') { return true; }
+    var text = [call.action, call.param, call.answer, call.error ? call.error.type + ': ' + call.error.message : '', call.refusal, call.permission].join(' ');
+    return text.toLowerCase().indexOf(filter) >= 0;
+  }
+  function two(number) { return (number < 10 ? '0' : '') + number; }
+  function clock(milliseconds) {
+    var date = new Date(milliseconds), fraction = String(date.getMilliseconds());
+    return two(date.getHours()) + ':' + two(date.getMinutes()) + ':' + two(date.getSeconds()) + '.' + '000'.slice(fraction.length) + fraction;
   }
   function showCall(call) {
     var attributes = { 'class': 'mp-call', 'data-action': call.action, 'data-outcome': call.outcome, 'data-sequence': String(call.sequence) };
     if (call.permission) { attributes['data-permission'] = call.permission; }
     var row = node('div', null, attributes);
     var head = node('div', null, { 'class': 'mp-meta' });
-    head.appendChild(node('span', new Date(call.time).toLocaleTimeString() + ' '));
+    head.appendChild(node('span', clock(call.time) + ' '));
     head.appendChild(node('strong', call.action));
     head.appendChild(node('span', ' ' + call.milliseconds.toFixed(1) + ' ms'));
     if (call.permission) {
@@ -101,26 +110,40 @@ enum HostPanel {
       row.appendChild(node('div', call.error.type + ': ' + call.error.message, { 'class': 'mp-error' }));
       if (call.refusal) { row.appendChild(node('div', call.refusal, { 'class': 'mp-refusal' })); }
     }
-    row.hidden = !matches(row);
-    var list = $('calls');
-    list.insertBefore(row, list.firstChild);
-    rows += 1;
-    while (rows > MAX_ROWS) { list.removeChild(list.lastChild); rows -= 1; }
+    return row;
+  }
+  // The last MAX_KEPT calls are kept here; the page draws only the newest MAX_SHOWN that match the
+  // filter, at most once a poll: it shares its process (and main thread) with the app's frame, whose
+  // calls would otherwise wait behind the drawing of hundreds of rows.
+  var kept = [];
+  function showCalls(calls) {
+    kept = kept.concat(calls).slice(-MAX_KEPT);
+    var fresh = calls.filter(matches).slice(-MAX_SHOWN), list = $('calls'), batch = document.createDocumentFragment();
+    fresh.forEach(function (call) { batch.insertBefore(showCall(call), batch.firstChild); });
+    list.insertBefore(batch, list.firstChild);
+    while (list.children.length > MAX_SHOWN) { list.removeChild(list.lastChild); }
+    countCalls();
+  }
+  function filterCalls() {
+    var list = $('calls'), batch = document.createDocumentFragment();
+    clear(list);
+    kept.filter(matches).slice(-MAX_SHOWN).forEach(function (call) { batch.insertBefore(showCall(call), batch.firstChild); });
+    list.appendChild(batch);
+    countCalls();
+  }
+  function countCalls() {
+    var matching = kept.filter(matches).length;
+    $('calls-count').textContent = matching > MAX_SHOWN ? 'The newest ' + MAX_SHOWN + ' of ' + matching + ' calls' : matching + ' calls';
   }
   function pollCalls() {
     request('GET', appPath('calls?after=' + after)).then(function (batch) {
       after = batch.next;
-      var storage = false;
-      batch.calls.forEach(function (call) {
-        showCall(call);
-        if (call.action.indexOf('SecureStorage') >= 0) { storage = true; }
-      });
+      var storage = batch.calls.some(function (call) { return call.action.indexOf('SecureStorage') >= 0; });
+      showCalls(batch.calls);
       if (storage) { readStorage(); }
-      setTimeout(pollCalls, 0);
+      // At most one read a second while the app calls (see showCalls).
+      setTimeout(pollCalls, batch.calls.length ? 1000 : 0);
     }, function () { setTimeout(pollCalls, 1000); });
-  }
-  function filterCalls() {
-    Array.prototype.forEach.call($('calls').children, function (row) { row.hidden = !matches(row); });
   }
 
   // The host's profile: the JSON document --host-profile reads, checked by the host when saved.
@@ -206,7 +229,8 @@ enum HostPanel {
     var panel = $('miniapp-panel');
     var calls = section('Bridge calls', 'calls-section');
     calls.appendChild(node('input', null, { id: 'calls-filter', type: 'search', placeholder: 'Filter calls', 'aria-label': 'Filter calls' }));
-    calls.appendChild(node('div', null, { id: 'calls', 'aria-live': 'polite' }));
+    calls.appendChild(node('div', null, { id: 'calls-count', 'class': 'mp-meta' }));
+    calls.appendChild(node('div', null, { id: 'calls' }));
 
     var events = section('Send the app an event');
     events.appendChild(node('input', null, { id: 'event-name', placeholder: 'Event name', 'aria-label': 'Event name' }));
