@@ -23,7 +23,11 @@ public final class BridgeDispatcher: Sendable {
     public let manifest: BundleManifest
     let store: PermissionStore
     let services: any BridgeHostServices
-    private let environment: BridgeEnvironment
+    /// The host's environment: the host may change it (a developer edits the host's profile), and every
+    /// later call reads it.
+    private let environmentState: Mutex<BridgeEnvironment>
+    /// The faults the host forces on the app's actions.
+    public let faults: BridgeFaults
     private let identity: BridgeIdentity
     private let customActions: [String: BridgeAction]
     private let logger: Logger
@@ -41,21 +45,31 @@ public final class BridgeDispatcher: Sendable {
     ///
     /// - Parameters:
     ///   - customActions: actions the host adds, by name; a name the bridge already answers is ignored.
+    ///   - faults: answers the host forces on actions (``BridgeFault``), checked before every call.
     ///   - logger: where the bridge logs refusals (app id and action, never the data).
     public init(
         appId: String, manifest: BundleManifest, store: PermissionStore, services: any BridgeHostServices,
         environment: BridgeEnvironment = BridgeEnvironment(), identity: BridgeIdentity,
-        customActions: [String: BridgeAction] = [:],
+        customActions: [String: BridgeAction] = [:], faults: BridgeFaults = BridgeFaults(),
         logger: Logger = Logger(label: "miniapp.bridge", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.appId = appId
         self.manifest = manifest
         self.store = store
         self.services = services
-        self.environment = environment
+        self.environmentState = Mutex(environment)
+        self.faults = faults
         self.identity = identity
         self.customActions = customActions.filter { Self.builtInActions.contains($0.key) == false }
         self.logger = logger
+    }
+
+    /// The host's environment as every later call reads it.
+    public var environment: BridgeEnvironment { environmentState.withLock { $0 } }
+
+    /// Makes every later call read `environment` (its locale, dark mode, storage limit...).
+    public func setEnvironment(_ environment: BridgeEnvironment) {
+        environmentState.withLock { $0 = environment }
     }
 
     // MARK: Capabilities
@@ -151,6 +165,7 @@ public final class BridgeDispatcher: Sendable {
         guard try await isGateOpen(readingNow: false) else { throw .noCapability }
         let call = Task { () async -> Result<String?, BridgeFailure> in
             do throws(BridgeFailure) {
+                try await faults.apply(to: message.action)
                 return .success(try await answer(message.action, message.param))
             } catch {
                 return .failure(error)
@@ -215,12 +230,14 @@ public final class BridgeDispatcher: Sendable {
         case "getMessagingUniqueId": return identity.messagingUniqueId(appId: appId)
         case "getMauid": return identity.mauid(appId: appId)
         case "getHostEnvironmentInfo":
+            let environment = self.environment
             return JSONText.encode(.object([
                 "hostVersion": .string(environment.hostVersion), "sdkVersion": .string(environment.sdkVersion),
                 "hostLocale": .string(environment.hostLocale), "platformVersion": .string(environment.platformVersion),
             ]))
         case "isDarkMode": return environment.darkMode ? "true" : "false"
         case "getHostAppThemeColors":
+            let environment = self.environment
             return JSONText.encode(.object(["primaryColor": .string(environment.primaryColor), "secondaryColor": .string(environment.secondaryColor)]))
         case "getFeatureList":
             return JSONText.encode(.array((Self.builtInActions.union(customActions.keys)).sorted().map { .string($0) }))

@@ -32,7 +32,7 @@ public struct BridgeMessage: Sendable, Equatable {
     }
 
     /// Whether `name` can be an action: 1 to 64 ASCII letters, digits or `_`.
-    static func isActionName(_ name: String) -> Bool {
+    package static func isActionName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 64 && name.utf8.allSatisfy { byte in
             (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "_")
         }

@@ -73,6 +73,13 @@ extension PermissionStore {
         return try await storageGate.run(appId: appId, .read) { try await backend.storageItem(appId: appId, key: key) }
     }
 
+    /// Every item the app stored, by key: what a host shows the app's developer. A read of the app's
+    /// ``storageRate``.
+    public func storageItems(appId: String) async throws -> [String: String] {
+        try Identifier.validate(appId, as: .app)
+        return try await storageGate.run(appId: appId, .read) { try await backend.storageItems(appId: appId) }
+    }
+
     /// Stores every item in one transaction, replacing values already under those keys. Throws
     /// ``SecureStorageError/full(appId:used:needed:limit:)`` and stores nothing when the app's items
     /// would then use more than `limit` bytes (UTF-8 bytes of keys plus values); the check and the

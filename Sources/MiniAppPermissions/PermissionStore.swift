@@ -19,11 +19,14 @@ package protocol PermissionBackend: Sendable {
     /// A history row's time is its decision's, or the app's last row's when that is later: the history's
     /// order, which is the order the changes took effect, and its times always agree.
     func apply(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool) async throws(PermissionStoreError)
-    /// Forgets the app's decisions in one transaction holding the app's lock, with a history row for
-    /// each, at `date` or (when `nil`) the time the lock was taken; never before the app's last row.
-    func reset(appId: String, at date: Date?) async throws(PermissionStoreError)
+    /// Forgets the app's decisions (of `names` alone, full names, when given) in one transaction holding
+    /// the app's lock, with a history row for each, at `date` or (when `nil`) the time the lock was
+    /// taken; never before the app's last row.
+    func reset(appId: String, names: [String]?, at date: Date?) async throws(PermissionStoreError)
     /// The value the app stored under `key`, or nil.
     func storageItem(appId: String, key: String) async throws(PermissionStoreError) -> String?
+    /// Every item the app stored, by key.
+    func storageItems(appId: String) async throws(PermissionStoreError) -> [String: String]
     /// In one transaction: the bytes the app's items use, and what they would use with `items`
     /// (distinct keys) stored; the items are stored only when that is at most `limit`.
     func setStorageItems(appId: String, _ items: [(key: String, value: String)], limit: Int) async throws(PermissionStoreError) -> StorageChange
@@ -226,11 +229,19 @@ public final class PermissionStore: Sendable {
         try await backend.apply(appId: appId, normalized.values.sorted { $0.name < $1.name }, takingEffectNow: takingEffectNow)
     }
 
-    /// Forgets every stored status of the app (the history keeps the resets), timed at `date` or, by
-    /// default, when it takes effect.
-    public func reset(appId: String, at date: Date? = nil) async throws {
+    /// Forgets every stored status of the app, or those of `names` (full or short names) alone: each
+    /// is undecided again (the history keeps the resets), timed at `date` or, by default, when it takes
+    /// effect.
+    public func reset(appId: String, names: [String]? = nil, at date: Date? = nil) async throws {
         try Identifier.validate(appId, as: .app)
-        try await backend.reset(appId: appId, at: date.map(Self.storedTime))
+        let full = try names.map { names in
+            try names.map { name in
+                guard PermissionName.isValid(name) else { throw PermissionStoreError.invalidName(name) }
+                return PermissionName.full(name)
+            }
+        }
+        if full?.isEmpty == true { return }
+        try await backend.reset(appId: appId, names: full.map { Array(Set($0)).sorted() }, at: date.map(Self.storedTime))
     }
 
     // MARK: Moving between stores

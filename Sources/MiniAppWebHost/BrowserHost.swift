@@ -25,9 +25,14 @@ public final class BrowserHost: Sendable {
     public let installer: BundleInstaller
     /// The permission store the bridge and the launch gate read and write.
     public let store: PermissionStore
-    /// The host's user (user-data answers) and its settings.
-    public let profile: HostProfile
-    public let environment: BridgeEnvironment
+    /// The host's user (user-data answers) and its settings, as the host page last set them
+    /// (``setProfile(_:)``): every later call reads it.
+    public var profile: HostProfile { profileState.withLockedValue { $0 } }
+    /// The environment every app's bridge reads: the one given, under the profile's locale, host version
+    /// and dark mode.
+    public var environment: BridgeEnvironment { environmentState.withLockedValue { $0 } }
+    private let profileState: NIOLockedValueBox<HostProfile>
+    private let environmentState: NIOLockedValueBox<BridgeEnvironment>
     public let identity: BridgeIdentity
     /// The address to listen on (loopback by default) and the port (0 picks a free one).
     public let host: String
@@ -40,6 +45,9 @@ public final class BrowserHost: Sendable {
     let board = HostBoard()
     /// The apps served, by origin label.
     private let apps = Mutex<[String: RunningApp]>([:])
+    /// What the host page's panel keeps of each app, by app id: it outlives the app's bridges (a
+    /// development folder's changed manifest makes a new one).
+    private let panels = Mutex<[String: AppPanel]>([:])
     /// The port once bound (for port 0), else the one asked for.
     let boundPort: NIOLockedValueBox<Int>
 
@@ -52,8 +60,8 @@ public final class BrowserHost: Sendable {
     ) {
         self.installer = installer
         self.store = store
-        self.profile = profile
-        self.environment = environment ?? profile.environment()
+        self.profileState = NIOLockedValueBox(profile)
+        self.environmentState = NIOLockedValueBox(environment ?? profile.environment())
         self.identity = identity
         self.host = host
         self.port = port
@@ -85,10 +93,16 @@ public final class BrowserHost: Sendable {
     /// served.
     @discardableResult
     func serve(appId: String, root: String, versionId: String, manifest: BundleManifest, development: DevelopmentSession?) -> BridgeDispatcher {
-        let services = BrowserHostServices(profile: profile, board: board, store: store, logger: logger)
+        let services = BrowserHostServices(profile: profileState, board: board, store: store, logger: logger)
+        let panel = panels.withLock { panels in
+            if let kept = panels[appId] { return kept }
+            let made = AppPanel()
+            panels[appId] = made
+            return made
+        }
         let dispatcher = BridgeDispatcher(
             appId: appId, manifest: manifest, store: store, services: services, environment: environment, identity: identity,
-            customActions: customActions, logger: logger
+            customActions: customActions, faults: panel.faults, logger: logger
         )
         let events = EventLog()
         let board = self.board
@@ -97,26 +111,42 @@ public final class BrowserHost: Sendable {
                 group.addTask {
                     for await event in dispatcher.events() { events.append(event) }
                 }
-                // A development folder's developer hears of each action the manifest forgot.
-                if let development {
-                    group.addTask {
-                        for await call in dispatcher.calls() {
-                            guard let warning = call.undeclaredPermissionWarning, development.warn(warning) else { continue }
-                            development.continuation.yield(.undeclaredPermission(warning))
-                            board.notifyDevelopment(appId: appId, kind: "warning")
-                        }
+                group.addTask {
+                    for await call in dispatcher.calls() {
+                        panel.calls.append(call)
+                        // A development folder's developer hears of each action the manifest forgot.
+                        guard let development, let warning = call.undeclaredPermissionWarning, development.warn(warning) else { continue }
+                        development.continuation.yield(.undeclaredPermission(warning))
+                        board.notifyDevelopment(appId: appId, kind: "warning")
                     }
                 }
             }
         }
         let app = RunningApp(
             appId: appId, label: Self.label(of: appId), root: root, versionId: versionId, manifest: manifest, dispatcher: dispatcher,
-            events: events, forwarder: forwarder, development: development
+            events: events, panel: panel, forwarder: forwarder, development: development
         )
         let replaced = apps.withLock { $0.updateValue(app, forKey: app.label) }
         replaced?.forwarder.cancel()
         replaced?.dispatcher.revokeAll()
         return dispatcher
+    }
+
+    /// Makes `profile` the host's user and settings for every later call of every app: its locale, host
+    /// version and dark mode replace the environment's, and its `loggedIn` replaces a login or logout
+    /// made on the host page.
+    public func setProfile(_ profile: HostProfile) {
+        let defaults = BridgeEnvironment()
+        let environment = environmentState.withLockedValue { environment in
+            environment.hostLocale = defaults.hostLocale
+            environment.hostVersion = defaults.hostVersion
+            environment.darkMode = defaults.darkMode
+            environment = profile.environment(environment)
+            return environment
+        }
+        profileState.withLockedValue { $0 = profile }
+        board.loggedIn.withLock { $0 = nil }
+        openApps.forEach { $0.dispatcher.setEnvironment(environment) }
     }
 
     /// Sends `event` to every page of the app `appId` that runs in this host; `false` when it is not open.
@@ -222,7 +252,10 @@ struct RunningApp: Sendable {
     let manifest: BundleManifest
     let dispatcher: BridgeDispatcher
     let events: EventLog
-    /// Carries the dispatcher's events into ``events`` (and, for a development folder, its calls into warnings).
+    /// The calls and faults the host page's panel shows.
+    let panel: AppPanel
+    /// Carries the dispatcher's events into ``events``, its calls into ``panel`` (and, for a development
+    /// folder, into warnings).
     let forwarder: Task<Void, Never>
     /// The development folder's session, when the app is served from one.
     let development: DevelopmentSession?

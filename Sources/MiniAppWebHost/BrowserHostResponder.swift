@@ -87,6 +87,10 @@ struct BrowserHostResponder: HTTPResponder {
         switch path {
         case "/host.js":
             return Self.body(HostPage.script, type: "text/javascript; charset=utf-8")
+        case "/panel.js":
+            return Self.body(HostPanel.script, type: "text/javascript; charset=utf-8")
+        case "/panel.css":
+            return Self.body(HostPanel.style, type: "text/css; charset=utf-8")
         case "/":
             let apps = host.openApps
             guard apps.count == 1, let app = apps.first else { return page(for: nil, port: port) }
@@ -210,6 +214,7 @@ struct BrowserHostResponder: HTTPResponder {
             if let capability = BridgeCapability(token: parts[3]) { app.dispatcher.revoke(capability) }
             return Self.json(.ok, ["revoked": .bool(true)])
         default:
+            if let answer = try await panelAPI(request, parts: parts) { return answer }
             return Self.json(.notFound, ["error": .string("no such host endpoint")])
         }
     }
@@ -228,7 +233,7 @@ struct BrowserHostResponder: HTTPResponder {
     }
 
     /// What the host page shows of an app: its permissions with their statuses, and whether it may start.
-    private func state(of app: RunningApp) async throws -> Response {
+    func state(of app: RunningApp) async throws -> Response {
         let permissions = try await host.store.permissions(appId: app.appId, manifest: app.manifest)
         let missing = permissions.filter { $0.required && $0.status != .allowed }.map(\.name)
         let items: [JSONValue] = permissions.filter(\.declared).map { state in

@@ -3,6 +3,7 @@ import Logging
 import MiniAppBridge
 import MiniAppCore
 import MiniAppPermissions
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// The browser host's services: the profile's data, and the host's user interface on the host page
@@ -11,7 +12,9 @@ import Synchronization
 /// What the user answers on the host page is checked here against what was shown: a contact id the
 /// picker did not list, or an image over ``maxImageBytes``, is refused as if the user had cancelled.
 final class BrowserHostServices: BridgeHostServices {
-    let profile: HostProfile
+    /// The host's profile as the host page last set it: each call reads it once.
+    private let profiles: NIOLockedValueBox<HostProfile>
+    var profile: HostProfile { profiles.withLockedValue { $0 } }
     let board: HostBoard
     let store: PermissionStore
     let logger: Logger
@@ -28,8 +31,8 @@ final class BrowserHostServices: BridgeHostServices {
     /// The cookies the app's bridge request carried: the app's own, set on its origin.
     @TaskLocal static var requestCookies: [BridgeCookie] = []
 
-    init(profile: HostProfile, board: HostBoard, store: PermissionStore, logger: Logger) {
-        self.profile = profile
+    init(profile: NIOLockedValueBox<HostProfile>, board: HostBoard, store: PermissionStore, logger: Logger) {
+        self.profiles = profile
         self.board = board
         self.store = store
         self.logger = logger

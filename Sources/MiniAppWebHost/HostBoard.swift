@@ -22,7 +22,8 @@ struct HostNotice: Sendable {
         /// Something an app did that the host shows without waiting (a link opened, a notification).
         case info(appId: String, kind: String, payload: JSONValue)
         /// A development folder's app changed: `reload` (its files: the page reloads its frame), or
-        /// `warning` (a new warning about its calls): the page reads the app's state again.
+        /// `warning` (a new warning about its calls); or any app's `state` changed elsewhere than in the
+        /// page's own lists (a permission reset from the panel): the page reads the app's state again.
         case development(appId: String, change: String)
     }
 
@@ -212,6 +213,11 @@ final class HostBoard: Sendable {
     /// Tells the host pages that a development folder's app changed (`reload` or `warning`).
     func notifyDevelopment(appId: String, kind: String) {
         state.withLock { Self.post(.development(appId: appId, change: kind), in: &$0) }
+    }
+
+    /// Tells the host pages that an app's permissions changed from the panel: they read its state again.
+    func notifyStateChanged(appId: String) {
+        state.withLock { Self.post(.development(appId: appId, change: "state"), in: &$0) }
     }
 
     /// The app asks to be closed.

@@ -85,6 +85,7 @@ enum HostPage {
         @media (max-width: 900px){#layout{flex-direction:column;overflow:auto}#side{width:auto;border-left:0;border-top:1px solid var(--line);overflow:visible}#stage{min-height:70vh}}
         </style>
         <script src="/host.js"></script>
+        <script src="/panel.js"></script>
         </head>
         <body data-app="\(attribute(appId ?? ""))" data-origin="\(attribute(appOrigin ?? ""))" data-apps="\(attribute(apps.joined(separator: " ")))">
         <header id="bar"><img id="app-icon" alt="" hidden><h1 id="app-title"></h1>
@@ -107,7 +108,8 @@ enum HostPage {
         <aside id="side"><div id="status" role="status"></div>
         <div id="dev-panel" hidden><h3>Development folder</h3><div id="dev-folder"></div><div id="dev-problems"></div><div id="dev-warnings"></div>
         <p>To publish it:</p><pre id="dev-publish"></pre></div>
-        <h3>Permissions</h3><div id="permissions"></div><h3>Device</h3><div id="devices"></div><h3>From the app</h3><div id="host-log"></div></aside>
+        <h3>Permissions</h3><div id="permissions"></div><h3>Device</h3><div id="devices"></div><h3>From the app</h3><div id="host-log"></div>
+        <div id="miniapp-panel"></div></aside>
         </div>
         </body></html>
         """

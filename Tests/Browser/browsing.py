@@ -96,6 +96,15 @@ def into_app(driver):
     wait(lambda: driver.execute_script('return !!window.MiniAppBridge && document.readyState === "complete"'), 'the bridge is defined in the app')
 
 
+def stop(driver):
+    """Quits the browser, then ends every process started (killed when it does not end in 10 s)."""
+    driver.quit()
+    for process in processes:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 def desktop_view(driver):

@@ -13,7 +13,7 @@ import json, os, subprocess, sys, time
 from selenium.webdriver.common.by import By
 
 import browsing
-from browsing import processes, check, browser, wait, click, call, into_app
+from browsing import processes, check, browser, wait, click, call, into_app, stop
 
 MINIAPP, WORK = sys.argv[1], sys.argv[2]
 browsing.MINIAPP = MINIAPP
@@ -113,13 +113,7 @@ def main():
         check(not driver.find_element(By.ID, 'gate').is_displayed() and driver.find_elements(By.ID, 'miniapp-frame'), 'the app keeps running under the last good manifest')
         wait(lambda: errors.seek(0) == 0 and 'the last good manifest.json stays in force' in errors.read(), 'stderr says the last good manifest stays', 20)
     finally:
-        driver.quit()
-        for process in processes:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(driver)
     print('all dev checks passed')
 
 

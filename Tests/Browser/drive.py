@@ -11,7 +11,7 @@ import json, os, re, subprocess, sys, time, urllib.request, urllib.error
 from selenium.webdriver.common.by import By
 
 import browsing
-from browsing import processes, check, miniapp, status, browser, wait, click, call, into_app, desktop_view
+from browsing import processes, check, miniapp, status, browser, wait, click, call, into_app, desktop_view, stop
 
 MINIAPP, WORK = sys.argv[1], sys.argv[2]
 browsing.MINIAPP = MINIAPP
@@ -519,13 +519,7 @@ def main():
         else:
             print('skipped: the real sample (../shared/real-miniapps is absent)')
     finally:
-        driver.quit()
-        for process in processes:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(driver)
     print('all browser checks passed')
 
 

@@ -98,6 +98,47 @@ import Testing
         #expect(await call(dispatcher, "getContacts") == .success("[{\"email\":\"ken@example.com\",\"id\":\"c1\",\"name\":\"Ken\"}]"))
     }
 
+    @Test func forcedFaultsAnswerTheSDKsErrorsUntilRemoved() async throws {
+        let (dispatcher, store) = try await dispatcher(.sqlite)
+        try await store.set(appId: "app", [KnownPermission.userName.rawValue: .allowed])
+        dispatcher.faults.set(.notSupported, for: "getUserName")
+        #expect(failureType(await call(dispatcher, "getUserName")) == "NotSupportedError")
+        dispatcher.faults.set(.denied, for: "getUserName")
+        guard case .failure(let denied) = await call(dispatcher, "getUserName") else { Issue.record("a forced denial answered"); return }
+        #expect(denied.type == "userDenied" && denied.message.contains(KnownPermission.userName.rawValue))
+        #expect(failureType(await call(dispatcher, "getUniqueId")) == nil)
+        dispatcher.faults.set(nil, for: "getUserName")
+        #expect(await call(dispatcher, "getUserName") == .success("Aiko"))
+        #expect(dispatcher.faults.all.isEmpty)
+    }
+
+    @Test func aSilentTimeoutHoldsTheCallUntilRemovedOrItsCapabilityEnds() async throws {
+        let (dispatcher, store) = try await dispatcher(.sqlite)
+        try await store.set(appId: "app", [KnownPermission.userName.rawValue: .allowed])
+        dispatcher.faults.set(.timeout(seconds: nil), for: "getUserName")
+        let released = Task { await call(dispatcher, "getUserName") }
+        while dispatcher.faults.heldCalls == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        dispatcher.faults.set(.timeout(seconds: nil), for: "getUniqueId")
+        #expect(dispatcher.faults.heldCalls == 1, "setting another action's fault releases nothing")
+        dispatcher.faults.set(nil, for: "getUserName")
+        #expect(await released.value == .success("Aiko"))
+
+        let ended = Task { await call(dispatcher, "getUniqueId") }
+        while dispatcher.faults.heldCalls == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        dispatcher.revokeAll()
+        #expect(await ended.value == .failure(.noCapability))
+        #expect(dispatcher.faults.heldCalls == 0)
+    }
+
+    @Test func anEnvironmentSetIsReadByTheNextCall() async throws {
+        let (dispatcher, _) = try await dispatcher(.sqlite)
+        #expect(await call(dispatcher, "isDarkMode") == .success("false"))
+        dispatcher.setEnvironment(BridgeEnvironment(hostLocale: "fr-FR", darkMode: true))
+        #expect(await call(dispatcher, "isDarkMode") == .success("true"))
+        guard case .success(let info?) = await call(dispatcher, "getHostEnvironmentInfo") else { Issue.record("no environment"); return }
+        #expect(info.contains("\"hostLocale\":\"fr-FR\""))
+    }
+
     @Test func accessTokensFollowTheManifestsAudiencesAndScopes() async throws {
         let (dispatcher, store) = try await dispatcher(.sqlite)
         try await store.set(appId: "app", [KnownPermission.accessToken.rawValue: .allowed])

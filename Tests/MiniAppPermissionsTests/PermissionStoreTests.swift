@@ -89,6 +89,21 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func onePermissionIsResetAloneWithItsHistory(backend: StoreBackend) async throws {
+        let store = try await makeStore(backend)
+        try await store.set(appId: "app", ["USER_NAME": .allowed, "CONTACT_LIST": .denied])
+        try await store.set(appId: "other", ["USER_NAME": .allowed])
+        try await store.reset(appId: "app", names: ["USER_NAME", "POINTS"])
+        #expect(try await store.stored(appId: "app").map(\.name) == [KnownPermission.contactList.rawValue])
+        #expect(try await store.stored(appId: "other").map(\.name) == [KnownPermission.userName.rawValue])
+        let last = try #require(try await store.history(appId: "app").last)
+        #expect(last.name == KnownPermission.userName.rawValue && last.from == .allowed && last.to == nil)
+        try await store.reset(appId: "app", names: [])
+        #expect(try await store.stored(appId: "app").count == 1)
+        await #expect(throws: PermissionStoreError.self) { try await store.reset(appId: "app", names: ["not a name"]) }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func undeclaredStoredDecisionsAreKept(backend: StoreBackend) async throws {
         let store = try await makeStore(backend)
         try await store.set(appId: "app", ["POINTS": .notAvailable])

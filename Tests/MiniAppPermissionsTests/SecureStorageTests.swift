@@ -34,7 +34,9 @@ import Testing
         #expect(try await store.storageItem(appId: "app", key: "a") == nil)
         #expect(try await store.storageItem(appId: "app", key: "bb") == "two")
         #expect(try await store.storageSize(appId: "app", limit: 500).used == 7)
+        #expect(try await store.storageItems(appId: "app") == ["bb": "two", "c": "3"])
         try await store.clearStorage(appId: "app")
+        #expect(try await store.storageItems(appId: "app") == [:])
         #expect(try await store.storageItem(appId: "app", key: "bb") == nil)
         #expect(try await store.storageItem(appId: "app", key: "c") == nil)
         #expect(try await store.storageSize(appId: "app", limit: 500).used == 0)
@@ -49,6 +51,8 @@ import Testing
         #expect(try await store.storageItem(appId: "one", key: "token") == "first")
         #expect(try await store.storageItem(appId: "two", key: "token") == "second")
         #expect(try await store.storageItem(appId: "two", key: "shared") == nil)
+        #expect(try await store.storageItems(appId: "one") == ["token": "first", "shared": "1"])
+        #expect(try await store.storageItems(appId: "two") == ["token": "second"])
         // "one" is at its limit; "two"'s items do not count against it, nor the reverse.
         #expect(try await store.storageSize(appId: "one", limit: 17).used == 17)
         #expect(try await store.storageSize(appId: "two", limit: 100).used == 11)
@@ -142,6 +146,7 @@ import Testing
             #expect(try await store.storageItem(appId: "app", key: key) == value, "\(key)")
         }
         #expect(try await store.storageSize(appId: "app", limit: 10_000).used == Self.bytes(items))
+        #expect(try await store.storageItems(appId: "app") == items)
         // The empty value is a value, not a missing item.
         #expect(try await store.storageItem(appId: "app", key: "empty") == "")
         await store.close()
@@ -290,7 +295,7 @@ import Testing
         #expect(try await store.history(appId: "app").map(\.to) == [.allowed, .denied])
         await store.close()
         let versions = try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database)
-        #expect(versions.trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4,5,6")
+        #expect(versions.trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4,5,6,7")
         let reopened = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(try await reopened.storageItem(appId: "app", key: "k") == "v")
         await reopened.close()

@@ -35,13 +35,32 @@ import Testing
     /// burst of 200, the gate following a changed manifest, a broken manifest keeping the last good one,
     /// an undeclared call flagged on the page and on stderr, and the publish command shown.
     @Test func aDevelopmentFolderReloadsAndIsCheckedInABrowser() async throws {
+        let (status, output) = try await Self.drive("dev.py")
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("all dev checks passed"), "\(output)")
+    }
+
+    /// The host page's panel of `miniapp dev` in Chromium through Tests/Browser/panel.py: the bridge's
+    /// calls listed with their answers (tokens masked) and filtered, a denial, a profile edit, storage
+    /// edits and injected errors each seen by the app's next call, a host event reaching the app, and
+    /// the app's origin refused by every panel endpoint and kept out of the panel. The host page's
+    /// screenshots at two window sizes stay in the test's work folder, named in a line of output.
+    @Test func theHostPagesPanelShowsAndSimulatesTheHostInABrowser() async throws {
+        let (status, output) = try await Self.drive("panel.py")
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("all panel checks passed"), "\(output)")
+        for line in output.split(separator: "\n") where line.hasPrefix("screenshots of the host page: ") { print(line) }
+    }
+
+    /// Runs the driver `script` of Tests/Browser against this build's `miniapp`, in a new work folder
+    /// that stays after the test; its exit status and its output, errors included.
+    static func drive(_ script: String) async throws -> (status: Int32, output: String) {
         let work = try TemporaryDirectory.make().path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [repositoryRoot.appendingPathComponent("Tests/Browser/dev.py").path, CommandRunner.executable.path, work]
+        process.arguments = [repositoryRoot.appendingPathComponent("Tests/Browser/" + script).path, CommandRunner.executable.path, work]
         let output = try await process.output(mergeErrors: true)
-        #expect(process.terminationStatus == 0, "\(output)")
-        #expect(output.contains("all dev checks passed"), "\(output)")
+        return (process.terminationStatus, output)
     }
 
     static let demo = repositoryRoot.appendingPathComponent("Manifests/demo/registry").path

@@ -10,7 +10,8 @@ import Synchronization
 /// The permission store in PostgreSQL, shared by a fleet of hosts.
 ///
 /// Tables `miniapp_schema`, `miniapp_permission`, `miniapp_permission_history`, `miniapp_storage`,
-/// `miniapp_storage_usage` and `miniapp_host_record` and functions `miniapp_apply`, `miniapp_reset`, `miniapp_storage_set`,
+/// `miniapp_storage_usage` and `miniapp_host_record` and functions `miniapp_apply`, `miniapp_reset`,
+/// `miniapp_reset_names`, `miniapp_storage_set`,
 /// `miniapp_storage_remove` and `miniapp_storage_clear` (in the URL's `search_path`, else the server's
 /// default schema), created or migrated only when behind, under an advisory lock so that instances
 /// starting at once migrate once. Every change of decisions, and every write of secure-storage items, is
@@ -31,7 +32,7 @@ final class PostgresPermissionBackend: PermissionBackend {
     private let lastConnectionID = Mutex(0)
 
     /// The schema versions this code writes.
-    static let schemaVersions: Set<Int> = [1, 2, 3, 4, 5, 6]
+    static let schemaVersions: Set<Int> = [1, 2, 3, 4, 5, 6, 7]
     /// The most connections kept open between operations.
     static let maxIdle = 4
     /// Advisory lock keys: the migration's, and the class of the per-app locks.
@@ -256,6 +257,30 @@ final class PostgresPermissionBackend: PermissionBackend {
                     }
                     _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (6)", logger: logger).collect()
                 }
+                if !applied.contains(7) {
+                    // miniapp_reset of some names only (a host page's *Reset* of one permission); NULL names
+                    // reset all. miniapp_reset stays for the binaries of earlier versions.
+                    for statement: PostgresQuery in [
+                        """
+                        CREATE OR REPLACE FUNCTION miniapp_reset_names(app text, reset_names text[], at_time double precision)
+                        RETURNS void LANGUAGE plpgsql AS $$
+                        DECLARE
+                            last double precision;
+                        BEGIN
+                            PERFORM pg_advisory_xact_lock(\(unescaped: String(Self.appLockClass)), hashtext(app));
+                            last := coalesce((SELECT changed_at FROM miniapp_permission_history WHERE app_id = app ORDER BY id DESC LIMIT 1), 0);
+                            INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at)
+                                SELECT app_id, name, status, NULL,
+                                    greatest(coalesce(at_time, floor(extract(epoch FROM clock_timestamp()) * 1000) / 1000), last)
+                                FROM miniapp_permission WHERE app_id = app AND (reset_names IS NULL OR name = ANY(reset_names)) ORDER BY name;
+                            DELETE FROM miniapp_permission WHERE app_id = app AND (reset_names IS NULL OR name = ANY(reset_names));
+                        END $$
+                        """,
+                        "INSERT INTO miniapp_schema (version) VALUES (7)",
+                    ] {
+                        _ = try await connection.query(statement, logger: logger).collect()
+                    }
+                }
             }
         }
     }
@@ -315,10 +340,10 @@ final class PostgresPermissionBackend: PermissionBackend {
         }
     }
 
-    func reset(appId: String, at date: Date?) async throws(PermissionStoreError) {
+    func reset(appId: String, names: [String]?, at date: Date?) async throws(PermissionStoreError) {
         let time = date?.timeIntervalSince1970
         try await run { connection, logger in
-            _ = try await connection.query("SELECT miniapp_reset(\(appId), \(time))", logger: logger).collect()
+            _ = try await connection.query("SELECT miniapp_reset_names(\(appId), \(names), \(time))", logger: logger).collect()
         }
     }
 

@@ -107,6 +107,17 @@ extension PostgresPermissionBackend {
         }
     }
 
+    func storageItems(appId: String) async throws(PermissionStoreError) -> [String: String] {
+        try await run { connection, logger in
+            var items: [String: String] = [:]
+            for try await (key, value) in try await connection.query("SELECT key, value FROM miniapp_storage WHERE app_id = \(appId)", logger: logger)
+                .decode((String, ByteBuffer).self) {
+                items[key] = String(buffer: value)
+            }
+            return items
+        }
+    }
+
     /// One statement: ``storageUsageSchema``'s `miniapp_storage_set`.
     func setStorageItems(appId: String, _ items: [(key: String, value: String)], limit: Int) async throws(PermissionStoreError) -> StorageChange {
         let keys = items.map(\.key)

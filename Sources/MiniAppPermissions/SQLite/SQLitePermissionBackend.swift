@@ -278,17 +278,20 @@ final class SQLitePermissionBackend: PermissionBackend {
         }
     }
 
-    func reset(appId: String, at date: Date?) async throws(PermissionStoreError) {
+    func reset(appId: String, names: [String]?, at date: Date?) async throws(PermissionStoreError) {
         try await write { db in
             let last = try Self.lastChange(appId: appId, db)
             let time = max((date ?? PermissionStore.storedTime(Date())).timeIntervalSince1970, last)
+            let kept = names.map(Set.init)
             for row in try Row.fetchAll(db, sql: "SELECT name, status FROM permission WHERE appId = ? ORDER BY name", arguments: [appId]) {
+                let name: String = row["name"]
+                guard kept?.contains(name) ?? true else { continue }
                 try db.execute(
                     sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, NULL, ?)",
-                    arguments: [appId, row["name"] as String, row["status"] as String, time]
+                    arguments: [appId, name, row["status"] as String, time]
                 )
+                try db.execute(sql: "DELETE FROM permission WHERE appId = ? AND name = ?", arguments: [appId, name])
             }
-            try db.execute(sql: "DELETE FROM permission WHERE appId = ?", arguments: [appId])
         }
     }
 

@@ -18,6 +18,16 @@ extension SQLitePermissionBackend {
         }
     }
 
+    func storageItems(appId: String) async throws(PermissionStoreError) -> [String: String] {
+        try await read { db in
+            var items: [String: String] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT key, value FROM storageItem WHERE appId = ?", arguments: [appId]) {
+                items[row["key"]] = String(decoding: row["value"] as Data, as: UTF8.self)
+            }
+            return items
+        }
+    }
+
     /// One IMMEDIATE transaction (GRDB's kind for writes): it holds the database's write lock from its
     /// start, so no other connection or process writes between the check and the write.
     func setStorageItems(appId: String, _ items: [(key: String, value: String)], limit: Int) async throws(PermissionStoreError) -> StorageChange {
