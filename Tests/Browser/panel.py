@@ -188,8 +188,12 @@ def main():
             click(lambda: panel(driver, '#injected [data-injected="getUserName"] button[data-do="remove"]'), 'remove the injected error')
             wait(lambda: not driver.find_elements(By.CSS_SELECTOR, '#injected [data-injected]'), 'the panel drops the injected error', 20)
             check(greeting(driver) == 'Hello Ken', 'getUserName answers again once the error is removed')
-        row = panel(driver, '#calls [data-action="getUserName"][data-outcome="error"]')
-        check('told to answer' in row.text, 'the panel shows the injected error as the app got it', row.text)
+        # The panel redraws its list once a second: wait for the injected answer's row to be drawn.
+        def injected_rows():
+            driver.switch_to.default_content()
+            return [row for row in driver.find_elements(By.CSS_SELECTOR, '#miniapp-panel #calls [data-action="getUserName"][data-outcome="error"]')
+                    if 'told to answer' in row.text]
+        wait(injected_rows, 'the panel shows the injected error as the app got it', 20)
         # A silent timeout: no answer until removed, then the real one.
         type_into(panel(driver, '#inject-action'), 'getUniqueId')
         Select(panel(driver, '#inject-kind')).select_by_value('timeout')
