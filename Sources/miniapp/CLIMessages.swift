@@ -24,9 +24,9 @@ enum CLIMessages {
         case .notFound(let resource, let message):
             return "\(resource) not found\(message.flatMap { $0.isEmpty ? nil : " (\($0))" } ?? ""): check the id, or run 'miniapp list' to see what is published"
         case .unauthorized(let resource, let status, let message):
-            return "the platform refused the credentials for \(resource) (HTTP \(status)\(message.flatMap { $0.isEmpty ? nil : ": \($0)" } ?? "")): check --subscription-key or MINIAPP_SUBSCRIPTION_KEY and the project id"
+            return "the platform refused the credentials for \(resource) (HTTP \(status)\(message.flatMap { $0.isEmpty ? nil : ": \($0)" } ?? "")): check \(SettingDeclaration.subscriptionKey.flag) or \(SettingDeclaration.subscriptionKey.variable) and the project id"
         case .unreachable(let resource, let reason, let attempts):
-            return "cannot reach the platform for \(resource) (\(reason), \(attempts) attempt\(attempts == 1 ? "" : "s")): check --platform and the network, or use --offline"
+            return "cannot reach the platform for \(resource) (\(reason), \(attempts) attempt\(attempts == 1 ? "" : "s")): check \(SettingDeclaration.platform.flag) and the network, or use \(SettingDeclaration.offline.flag)"
         case .unexpectedStatus(let resource, let status):
             return "the platform answered HTTP \(status) for \(resource), which the API does not define: check --platform"
         default:
@@ -56,9 +56,9 @@ enum CLIMessages {
     private static func describe(_ error: ConfigurationError) -> String {
         switch error {
         case .missingPlatform:
-            return "no platform configured: pass --platform or set MINIAPP_PLATFORM"
+            return "no platform configured: pass \(SettingDeclaration.platform.flag) or set \(SettingDeclaration.platform.variable)"
         case .missingProjectId:
-            return "no project id configured: pass --project-id or set MINIAPP_PROJECT_ID"
+            return "no project id configured: pass \(SettingDeclaration.projectId.flag) or set \(SettingDeclaration.projectId.variable)"
         case .unreadableFile(let path, let reason):
             return "cannot use config file \(path): \(reason); fix it or point MINIAPP_CONFIG elsewhere"
         case .invalidValue(let setting, let source, let value, let expected) where setting == "trustedKeys":

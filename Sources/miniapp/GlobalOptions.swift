@@ -5,36 +5,38 @@ import MiniAppCore
 import MiniAppKit
 import MiniAppPermissions
 
-/// The configuration options every command takes (spec/cli.md), plus output options.
+/// The configuration options every command takes (spec/cli.md), each made from its
+/// ``SettingDeclaration`` (the flag's name and help; the loader reads its variable and key by the same
+/// declaration), plus output options.
 struct GlobalOptions: ParsableArguments {
-    @Option(help: "Base URL of a platform API, or a local registry directory.")
+    @Option(name: .customLong(SettingDeclaration.platform.longName), help: ArgumentHelp(SettingDeclaration.platform.help))
     var platform: String?
 
-    @Option(name: .customLong("project-id"), help: "The host project id.")
+    @Option(name: .customLong(SettingDeclaration.projectId.longName), help: ArgumentHelp(SettingDeclaration.projectId.help))
     var projectId: String?
 
-    @Option(name: .customLong("subscription-key"), help: "The subscription key, sent as 'apiKey: ras-<key>' and never printed.")
+    @Option(name: .customLong(SettingDeclaration.subscriptionKey.longName), help: ArgumentHelp(SettingDeclaration.subscriptionKey.help))
     var subscriptionKey: String?
 
-    @Flag(help: "Work with preview (unpublished) versions.")
+    @Flag(name: .customLong(SettingDeclaration.preview.longName), help: ArgumentHelp(SettingDeclaration.preview.help))
     var preview = false
 
-    @Option(name: .customLong("cache-dir"), help: "Root of the bundle cache and of the permission store.")
+    @Option(name: .customLong(SettingDeclaration.cacheDir.longName), help: ArgumentHelp(SettingDeclaration.cacheDir.help))
     var cacheDir: String?
 
-    @Option(name: .customLong("signature-policy"), help: "required (default) or advisory.")
+    @Option(name: .customLong(SettingDeclaration.signaturePolicy.longName), help: ArgumentHelp(SettingDeclaration.signaturePolicy.help))
     var signaturePolicy: String?
 
-    @Option(help: "Language for metadata, sent as ?lang= (default: default).")
+    @Option(name: .customLong(SettingDeclaration.lang.longName), help: ArgumentHelp(SettingDeclaration.lang.help))
     var lang: String?
 
-    @Flag(help: "Never touch the network; answer from the cache.")
+    @Flag(name: .customLong(SettingDeclaration.offline.longName), help: ArgumentHelp(SettingDeclaration.offline.help))
     var offline = false
 
-    @Flag(name: .customLong("no-delta"), help: "Download whole zips: never assemble an update from the app's kept zip.")
+    @Flag(name: .customLong(SettingDeclaration.delta.longName), help: ArgumentHelp(SettingDeclaration.delta.help))
     var noDelta = false
 
-    @Option(name: .customLong("permission-store"), help: "Where permission decisions live: a SQLite file, or postgres://user[:password]@host[:port]/database[?sslmode=...] (default: <cache-dir>/permissions.sqlite).")
+    @Option(name: .customLong(SettingDeclaration.permissionStore.longName), help: ArgumentHelp(SettingDeclaration.permissionStore.help))
     var permissionStore: String?
 
     @Flag(help: "Print one JSON document on stdout.")

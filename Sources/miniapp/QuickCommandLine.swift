@@ -1,5 +1,6 @@
 import ArgumentParser
 import MiniAppCore
+import MiniAppKit
 
 /// The command lines scripts run most (`download <app-id>` with or without `--version`, and `list`),
 /// read without ArgumentParser, whose first use cost a cache hit about 3 of its 19 ms: it reflects on
@@ -59,20 +60,28 @@ enum QuickCommandLine {
         }
     }
 
-    /// ``GlobalOptions``'s options and flags, by their long names. (Arrays, not sets: a set of strings
-    /// made here was the process's first use of `String: Hashable`, a conformance scan of its own.)
-    private static let globalOptionNames = [
-        "--platform", "--project-id", "--subscription-key", "--cache-dir", "--signature-policy", "--lang", "--permission-store",
-    ]
-    private static let globalFlagNames = ["--preview", "--offline", "--no-delta", "--json", "--verbose", "--quiet"]
+    /// ``GlobalOptions``'s options and flags, by their long names: the settings' from their
+    /// ``SettingDeclaration``, then the output flags. (Arrays, not sets: a set of strings made here was
+    /// the process's first use of `String: Hashable`, a conformance scan of its own.)
+    private static let (globalOptionNames, globalFlagNames): ([String], [String]) = {
+        // A plain loop: no key path or closure for the runtime to make on the way to a cache hit.
+        var options: [String] = []
+        var flags: [String] = []
+        for setting in SettingDeclaration.all {
+            if setting.takesValue { options.append(setting.flag) } else { flags.append(setting.flag) }
+        }
+        return (options, flags + ["--json", "--verbose", "--quiet"])
+    }()
 
     /// The line's settings, or `nil` when they fail their validation.
     private static func settings(_ line: Line) -> CommandSettings? {
+        typealias Setting = SettingDeclaration
         let settings = CommandSettings(
-            platform: line.option("--platform"), projectId: line.option("--project-id"), subscriptionKey: line.option("--subscription-key"),
-            preview: line.flag("--preview"), cacheDir: line.option("--cache-dir"), signaturePolicy: line.option("--signature-policy"),
-            lang: line.option("--lang"), offline: line.flag("--offline"), noDelta: line.flag("--no-delta"),
-            permissionStore: line.option("--permission-store"), json: line.flag("--json"), verbose: line.flag("--verbose"), quiet: line.flag("--quiet")
+            platform: line.option(Setting.platform.flag), projectId: line.option(Setting.projectId.flag),
+            subscriptionKey: line.option(Setting.subscriptionKey.flag), preview: line.flag(Setting.preview.flag),
+            cacheDir: line.option(Setting.cacheDir.flag), signaturePolicy: line.option(Setting.signaturePolicy.flag),
+            lang: line.option(Setting.lang.flag), offline: line.flag(Setting.offline.flag), noDelta: line.flag(Setting.delta.flag),
+            permissionStore: line.option(Setting.permissionStore.flag), json: line.flag("--json"), verbose: line.flag("--verbose"), quiet: line.flag("--quiet")
         )
         return (try? settings.validate()) != nil ? settings : nil
     }

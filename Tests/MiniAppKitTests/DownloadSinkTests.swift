@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import MiniAppTestSupport
 import NIOCore
 import Testing
@@ -22,7 +23,7 @@ struct DownloadSinkTests {
     @Test(arguments: [false, true])
     func writesAndHashesInOrderAcrossARestart(blocking: Bool) async throws {
         let path = try TemporaryDirectory.make().path + "/bundle.zip"
-        let sink = try DownloadSink(path: path, executor: testExecutor)
+        let sink = try await DownloadSink(path: path, executor: testExecutor)
         let allocator = ByteBufferAllocator()
         // Chunk n holds bytes (i + 31 n) mod 256: slices of one pattern, copied whole (a debug build
         // makes byte-by-byte loops slow, and they would run on the pool every test shares).
@@ -50,7 +51,7 @@ struct DownloadSinkTests {
 
     @Test(arguments: [false, true])
     func aFailedWriteIsReportedAsADiskError(blocking: Bool) async throws {
-        let sink = try DownloadSink(path: "/dev/full", executor: testExecutor)
+        let sink = try await DownloadSink(path: "/dev/full", executor: testExecutor)
         let chunk = ByteBufferAllocator().buffer(repeating: 7, count: 1 << 20)
         var failure: DownloadError?
         do {
@@ -64,5 +65,33 @@ struct DownloadSinkTests {
             Issue.record("expected a disk-full error, got \(String(describing: failure))")
             return
         }
+    }
+}
+
+struct OwnThreadBoundTests {
+    /// More downloads at once than the executor may run threads of its own (each holds one for its
+    /// sink's writer, and one to read a connection of its own): those past the bound wait for a thread,
+    /// and every download ends with its bytes.
+    @Test(arguments: [PlatformConnections.pooled, .perRequest])
+    func moreDownloadsAtOnceThanOwnThreadsAllFinish(connections: PlatformConnections) async throws {
+        let executor = BlockingExecutor(poolThreads: 2, maxOwnThreads: 2)
+        let zip = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let folder = try TemporaryDirectory.make().path
+        let transport = HTTPTransport(network: fastNetwork, httpClient: nil, executor: executor, connections: connections)
+        let downloader = BundleDownloader(maxBytes: 1 << 20, transport: transport, ownsTransport: true, logger: Logger(label: "test"))
+        // Each answer waits a little, so that the downloads overlap and need more sinks than the bound.
+        let files = try await withTestServer({ _ in StubResponse(body: zip, delay: .milliseconds(50)) }) { server in
+            try await withThrowingTaskGroup(of: DownloadedFile.self) { group in
+                for index in 0..<8 {
+                    let url = server.baseURL.appendingPathComponent("app-\(index).zip")
+                    group.addTask { try await downloader.download(url, to: folder + "/\(index).zip") }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        await downloader.shutdown()
+        await executor.shutdown()
+        #expect(files.count == 8)
+        #expect(files.allSatisfy { $0.size == Int64(zip.count) && $0.sha256 == SHA256Digest.hash(zip) })
     }
 }

@@ -12,8 +12,9 @@ internal import CMiniAppSystem
 /// - a pool of ``poolThreads`` threads (NIO's `NIOThreadPool`), started at its first use, for work that
 ///   is awaited (``run(_:)``) or handed over (``submit(_:)``);
 /// - at most ``maxOwnThreads`` threads of their own at once (``startThread(name:lowestPriority:_:)``,
-///   ``runOnOwnThread(name:_:)``), for work that holds its thread for as long as a download or a stream
-///   lasts and so must not hold one of the pool's;
+///   ``startThreadWhenFree(name:lowestPriority:_:)``, ``runOnOwnThread(name:_:)``), for work that holds
+///   its thread for as long as a download or a stream lasts and so must not hold one of the pool's;
+///   past that bound a caller waits for one to end, or its work runs on the pool;
 /// - fork-join parts (``forkJoin(_:name:_:)``), joined before the call returns, for the CPU-bound
 ///   loops whose speed needs every core at once (extraction, the cache's quick check, the app list).
 public final class BlockingExecutor: Sendable {
@@ -22,7 +23,13 @@ public final class BlockingExecutor: Sendable {
     /// How many threads of their own may run at once.
     public let maxOwnThreads: Int
     private let state = Mutex(State.idle)
-    private let ownThreads = Atomic<Int>(0)
+    private let ownThreads = Mutex(OwnThreads())
+
+    /// The threads of their own running, and the callers waiting for one of them to end.
+    private struct OwnThreads {
+        var running = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
 
     /// The pool is made and started at its first use, so that a process that never needs it (a command
     /// answered from the cache) pays nothing for it.
@@ -110,17 +117,56 @@ public final class BlockingExecutor: Sendable {
     /// system has no thread to give, and then `body` does not run.
     @discardableResult
     package func startThread(name: String, lowestPriority: Bool = false, _ body: @escaping @Sendable () -> Void) -> Bool {
-        guard ownThreads.add(1, ordering: .relaxed).newValue <= maxOwnThreads else {
-            ownThreads.subtract(1, ordering: .relaxed)
-            return false
+        let free = ownThreads.withLock { threads in
+            guard threads.running < maxOwnThreads else { return false }
+            threads.running += 1
+            return true
         }
+        return free && startOwnThread(name: name, lowestPriority: lowestPriority, body)
+    }
+
+    /// Runs `body` on a thread of its own named `name`, as ``startThread(name:lowestPriority:_:)``
+    /// does, but when ``maxOwnThreads`` are running it first waits, suspended (no thread of Swift's
+    /// pool is held), until one of them ends. `false` only when the system has no thread to give, and
+    /// then `body` does not run. A cancelled caller still waits for its thread: what it starts is what
+    /// ends its work (a download's writer).
+    package func startThreadWhenFree(name: String, lowestPriority: Bool = false, _ body: @escaping @Sendable () -> Void) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let free = ownThreads.withLock { threads in
+                guard threads.running < maxOwnThreads else {
+                    threads.waiters.append(continuation)
+                    return false
+                }
+                threads.running += 1
+                return true
+            }
+            if free { continuation.resume() }
+        }
+        return startOwnThread(name: name, lowestPriority: lowestPriority, body)
+    }
+
+    /// Starts a thread of its own in a place already counted in ``ownThreads``; gives the place up
+    /// when the thread ends or cannot start.
+    private func startOwnThread(name: String, lowestPriority: Bool, _ body: @escaping @Sendable () -> Void) -> Bool {
         let started = Self.start(Part(number: 0, name: name, body: { [self] _ in
             if lowestPriority { CMiniAppSystem_lowerThisThreadsPriority() }
             body()
-            ownThreads.subtract(1, ordering: .relaxed)
+            endOwnThread()
         }), detached: true) != nil
-        if !started { ownThreads.subtract(1, ordering: .relaxed) }
+        if !started { endOwnThread() }
         return started
+    }
+
+    /// Gives a place of a thread of its own to the first caller waiting for one, else frees it.
+    private func endOwnThread() {
+        let waiter = ownThreads.withLock { threads -> CheckedContinuation<Void, Never>? in
+            guard !threads.waiters.isEmpty else {
+                threads.running -= 1
+                return nil
+            }
+            return threads.waiters.removeFirst()
+        }
+        waiter?.resume()
     }
 
     /// Stops the pool once its queued work has run; later work is refused. Threads of their own end

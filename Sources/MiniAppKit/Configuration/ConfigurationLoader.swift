@@ -126,14 +126,14 @@ public struct ConfigurationLoader: Sendable {
         let file = try readConfigFile()
         let lookup = SettingLookup(overrides: overrides, environment: environment, file: file, reading: settings)
 
-        let cacheDirectory = try lookup.string("cacheDir", flag: "--cache-dir", variable: "MINIAPP_CACHE_DIR", override: overrides.cacheDirectory)
+        let cacheDirectory = try lookup.string(.cacheDir, override: overrides.cacheDirectory)
             .map { absolute($0.value) } ?? defaultCacheDirectory()
         var configuration = MiniAppConfiguration(cacheDirectory: cacheDirectory)
 
-        if let platform = try lookup.string("platform", flag: "--platform", variable: "MINIAPP_PLATFORM", override: overrides.platform) {
+        if let platform = try lookup.string(.platform, override: overrides.platform) {
             configuration.platform = try parsePlatform(platform.value, source: platform.source)
         }
-        if let project = try lookup.string("projectId", flag: "--project-id", variable: "MINIAPP_PROJECT_ID", override: overrides.projectId) {
+        if let project = try lookup.string(.projectId, override: overrides.projectId) {
             guard Identifier.isValid(project.value) else {
                 throw .invalidValue(setting: "project id", source: project.source, value: project.value,
                                     expected: "use 1 to 128 characters of A-Z a-z 0-9 . _ -")
@@ -141,37 +141,37 @@ public struct ConfigurationLoader: Sendable {
             configuration.projectId = project.value
         }
         // An empty MINIAPP_SUBSCRIPTION_KEY is a deliberate "no key" (no apiKey header), not an unset variable.
-        if let key = try lookup.string("subscriptionKey", flag: "--subscription-key", variable: "MINIAPP_SUBSCRIPTION_KEY", override: overrides.subscriptionKey, emptyIsSet: true, secret: true) {
+        if let key = try lookup.string(.subscriptionKey, override: overrides.subscriptionKey, emptyIsSet: true, secret: true) {
             guard key.value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
                 throw .invalidValue(setting: "subscription key", source: key.source, value: "(hidden)",
                                     expected: "use printable ASCII without spaces")
             }
             configuration.subscriptionKey = key.value.isEmpty ? nil : key.value
         }
-        if let preview = try lookup.bool("preview", flag: "--preview", variable: "MINIAPP_PREVIEW", override: overrides.preview) {
+        if let preview = try lookup.bool(.preview, override: overrides.preview) {
             configuration.preview = preview
         }
-        if let offline = try lookup.bool("offline", flag: "--offline", variable: "MINIAPP_OFFLINE", override: overrides.offline) {
+        if let offline = try lookup.bool(.offline, override: overrides.offline) {
             configuration.offline = offline
         }
-        if let delta = try lookup.bool("delta", flag: "--no-delta", variable: "MINIAPP_DELTA", override: overrides.delta) {
+        if let delta = try lookup.bool(.delta, override: overrides.delta) {
             configuration.delta = delta
         }
-        if let policy = try lookup.string("signaturePolicy", flag: "--signature-policy", variable: "MINIAPP_SIGNATURE_POLICY", override: overrides.signaturePolicy) {
+        if let policy = try lookup.string(.signaturePolicy, override: overrides.signaturePolicy) {
             guard let value = SignaturePolicy(rawValue: policy.value) else {
                 throw .invalidValue(setting: "signature policy", source: policy.source, value: policy.value,
                                     expected: "use required or advisory")
             }
             configuration.signaturePolicy = value
         }
-        if let language = try lookup.string("lang", flag: "--lang", variable: "MINIAPP_LANG", override: overrides.language) {
+        if let language = try lookup.string(.lang, override: overrides.language) {
             guard ManifestLocalizer.isValidLanguage(language.value) else {
                 throw .invalidValue(setting: "language", source: language.source, value: language.value,
                                     expected: "use a language code such as en, ja-JP or default")
             }
             configuration.language = language.value
         }
-        if let store = try lookup.string("permissionStore", flag: "--permission-store", variable: "MINIAPP_PERMISSION_STORE", override: overrides.permissionStore, secret: true) {
+        if let store = try lookup.string(.permissionStore, override: overrides.permissionStore, secret: true) {
             do {
                 configuration.permissionStore = try PermissionStoreLocation.parse(
                     store.value.contains("://") || store.value.isEmpty ? store.value : absolute(store.value),
@@ -292,7 +292,8 @@ private struct SettingLookup {
 
     /// `emptyIsSet` makes an empty environment variable a value; otherwise it counts as unset.
     /// `secret` keeps a value of the wrong type out of the error too.
-    func string(_ key: String, flag: String, variable: String, override: String?, emptyIsSet: Bool = false, secret: Bool = false) throws(ConfigurationError) -> Found<String>? {
+    func string(_ setting: SettingDeclaration, override: String?, emptyIsSet: Bool = false, secret: Bool = false) throws(ConfigurationError) -> Found<String>? {
+        let (key, flag, variable) = (setting.key, setting.flag, setting.variable)
         guard reads(key) else { return nil }
         if let override { return (override, flag) }
         if let value = environment[variable], emptyIsSet || !value.isEmpty { return (value, variable) }
@@ -304,7 +305,8 @@ private struct SettingLookup {
         }
     }
 
-    func bool(_ key: String, flag: String, variable: String, override: Bool?) throws(ConfigurationError) -> Bool? {
+    func bool(_ setting: SettingDeclaration, override: Bool?) throws(ConfigurationError) -> Bool? {
+        let (key, variable) = (setting.key, setting.variable)
         guard reads(key) else { return nil }
         if let override { return override }
         if let value = environment[variable], !value.isEmpty {

@@ -17,11 +17,13 @@ struct DownloadedFile: Sendable {
 /// Streams bundle zips to disk while hashing them, checking status and length, resuming with HTTP
 /// Range requests after a dropped connection.
 final class BundleDownloader: Sendable {
-    let connections: LazyHTTPClient
-    /// Set when the platform was opened for a short-lived process (``PlatformConnections/perRequest``):
-    /// plain `http://` zips are then fetched on connections of their own, with blocking calls on a
-    /// thread of each download's own from ``executor`` (a download must not hold a pool thread for its length).
-    let direct: Bool
+    /// How requests reach the servers: with ``PlatformConnections/perRequest``, plain `http://` zips
+    /// are fetched on connections of their own, read on a thread of each download's own from
+    /// ``executor`` (a download must not hold a pool thread for its length).
+    let transport: HTTPTransport
+    /// Whether ``shutdown()`` closes ``transport``.
+    let ownsTransport: Bool
+    let policy: RequestPolicy
     let network: NetworkSettings
     let maxBytes: Int64
     let executor: BlockingExecutor
@@ -29,39 +31,28 @@ final class BundleDownloader: Sendable {
     /// Which servers answer several ranges in one request, as learnt by delta downloads.
     let rangeSupport: RangeSupport
 
-    /// How many redirects one download follows.
-    static let maxRedirects = 5
-
-    /// A downloader using `httpClient` when given (the host's, left open), else a client of its own.
-    /// Redirects are followed here, up to ``maxRedirects``, whatever the client's own setting.
-    /// `rangeFolder` keeps what is learnt about servers' ranges for later processes.
-    /// `direct`: see ``direct`` (ignored when `httpClient` is given).
-    init(
-        network: NetworkSettings, maxBytes: Int64, httpClient: HTTPClient?, executor: BlockingExecutor, logger: Logger, rangeFolder: String? = nil,
-        direct: Bool = false
-    ) {
-        self.executor = executor
-        self.direct = httpClient == nil && direct
-        self.rangeSupport = RangeSupport(directory: rangeFolder, executor: executor)
-        self.network = network
+    /// A downloader over `transport` (closed by ``shutdown()`` when `ownsTransport`). Redirects are
+    /// followed by ``RequestPolicy``, up to ``RequestPolicy/maxRedirects``. `rangeFolder` keeps what
+    /// is learnt about servers' ranges for later processes.
+    init(maxBytes: Int64, transport: HTTPTransport, ownsTransport: Bool, logger: Logger, rangeFolder: String? = nil) {
+        self.transport = transport
+        self.ownsTransport = ownsTransport
+        self.executor = transport.executor
+        self.rangeSupport = RangeSupport(directory: rangeFolder, executor: transport.executor)
+        self.network = transport.network
+        self.policy = RequestPolicy(network: transport.network, logger: logger)
         self.maxBytes = maxBytes
         self.logger = logger
-        self.connections = LazyHTTPClient(shared: httpClient, connectTimeout: network.connectTimeout.timeAmount) {
-            HTTPClient.Configuration(
-                redirectConfiguration: .disallow,
-                timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
-            )
-        }
     }
 
     func shutdown() async {
-        try? await connections.shutdown()
+        if ownsTransport { try? await transport.shutdown() }
     }
 
     /// Downloads `url` into a new file at `path`, with no authentication headers, refusing more than
     /// `limit` bytes (at most the downloader's own limit).
     func download(_ url: URL, to path: String, limit: Int64? = nil, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> DownloadedFile {
-        let sink = try DownloadSink(path: path, executor: executor)
+        let sink = try await DownloadSink(path: path, executor: executor)
         let maxBytes = min(limit ?? self.maxBytes, self.maxBytes)
         do {
             if url.isFileURL {
@@ -79,81 +70,58 @@ final class BundleDownloader: Sendable {
     /// Fetches `url` into `sink`, retrying and resuming as the policy allows; returns once the sink
     /// has every byte.
     private func transfer(_ url: URL, into sink: DownloadSink, maxBytes: Int64, progress: (@Sendable (DownloadProgress) -> Void)?) async throws {
-        let policy = network.retry
-        let clock = ContinuousClock()
-        let deadline = clock.now + policy.totalBudget
+        let deadline = policy.deadline()
         var text = url.absoluteString
-        var attempt = 0
         var redirects = 0
         var validator: String?
-        while true {
-            attempt += 1
-            try Task.checkCancellation()
-            var delay = policy.backoff(beforeRetry: attempt)
-            var failure: DownloadError
+        try await policy.retrying(text, deadline: deadline) { attempt -> RequestPolicy.Attempt<Void> in
             do {
-                var request = HTTPClientRequest(url: text)
-                request.headers.add(name: "User-Agent", value: PackageInfo.userAgent)
+                var headers = HTTPHeaders()
                 let resuming = sink.received > 0 && validator != nil
                 if resuming, let validator {
-                    request.headers.add(name: "Range", value: "bytes=\(sink.received)-")
-                    request.headers.add(name: "If-Range", value: validator)
+                    headers.add(name: "Range", value: "bytes=\(sink.received)-")
+                    headers.add(name: "If-Range", value: validator)
                 }
-                let remaining = deadline - clock.now
-                guard remaining > .zero else { throw HTTPClientError.deadlineExceeded }
                 logger.debug("bundle request", metadata: ["url": "\(text)", "attempt": "\(attempt)", "offset": "\(sink.received)"])
-                let response = try await send(request, deadline: deadline)
+                let response: HTTPResponse
+                do {
+                    (response, text) = try await policy.send(
+                        HTTPRequest(url: text, headers: headers), over: transport, deadline: deadline, redirects: &redirects, longRead: true
+                    )
+                } catch RequestPolicy.RedirectFailure.unfollowable(let from, let status) {
+                    throw DownloadError.httpStatus(url: from, status: status, attempts: attempt)
+                } catch RequestPolicy.RedirectFailure.tooMany {
+                    throw DownloadError.tooManyRedirects(url: url.absoluteString, limit: RequestPolicy.maxRedirects)
+                }
                 defer { response.close() }
                 let status = response.status
-                let total: Int64?
-                switch status {
-                case 301, 302, 303, 307, 308:
-                    guard let location = response.headers.first(name: "Location"), let next = URL(string: location, relativeTo: URL(string: text)),
-                          ["http", "https"].contains(next.scheme?.lowercased() ?? "") else {
-                        throw DownloadError.httpStatus(url: text, status: status, attempts: attempt)
-                    }
-                    redirects += 1
-                    guard redirects <= Self.maxRedirects else { throw DownloadError.tooManyRedirects(url: url.absoluteString, limit: Self.maxRedirects) }
-                    logger.debug("bundle redirect", metadata: ["url": "\(text)", "location": "\(next.absoluteString)"])
-                    text = next.absoluteString
-                    attempt -= 1
-                    continue
-                case 206 where resuming:
+                switch (status, RequestPolicy.verdict(status, headers: response.headers)) {
+                case (206, _) where resuming:
                     guard let range = Self.contentRange(response.headers), range.start == sink.received else {
                         sink.restart()
                         validator = nil
-                        failure = .unreachable(url: text, reason: "the server resumed at the wrong offset", attempts: attempt)
-                        break
+                        return .retry(DownloadError.unreachable(url: text, reason: "the server resumed at the wrong offset", attempts: attempt))
                     }
-                    total = range.total
-                    guard let early = try await receive(response, into: sink, total: total, url: text, attempt: attempt, maxBytes: maxBytes, progress: progress) else {
-                        return
-                    }
-                    failure = early
-                case 200..<300:
+                    let early = try await receive(response, into: sink, total: range.total, url: text, attempt: attempt, maxBytes: maxBytes, progress: progress)
+                    return early.map { .retry($0) } ?? .done(())
+                case (_, .success):
                     if sink.received > 0 { sink.restart() }
-                    total = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
+                    let total = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
                     if let total, total > maxBytes { throw DownloadError.tooLarge(url: text, limitBytes: maxBytes) }
                     validator = Self.validator(response.headers)
-                    guard let early = try await receive(response, into: sink, total: total, url: text, attempt: attempt, maxBytes: maxBytes, progress: progress) else {
-                        return
-                    }
-                    failure = early
-                case 404, 410:
+                    let early = try await receive(response, into: sink, total: total, url: text, attempt: attempt, maxBytes: maxBytes, progress: progress)
+                    return early.map { .retry($0) } ?? .done(())
+                case (404, _), (410, _):
                     throw DownloadError.notFound(url: text)
-                case 429:
-                    failure = .httpStatus(url: text, status: status, attempts: attempt)
-                    if let retryAfter = PlatformClient.retryAfter(response.headers) {
-                        guard retryAfter <= policy.maxRetryAfter else { throw failure }
-                        delay = retryAfter
-                    }
-                case 408, 416, 500..<600:
-                    if status == 416 {
-                        sink.restart()
-                        validator = nil
-                    }
-                    failure = .httpStatus(url: text, status: status, attempts: attempt)
-                default:
+                case (_, .rateLimited(let retryAfter)):
+                    return .retry(DownloadError.httpStatus(url: text, status: status, attempts: attempt), retryAfter: retryAfter)
+                case (416, _):
+                    sink.restart()
+                    validator = nil
+                    return .retry(DownloadError.httpStatus(url: text, status: status, attempts: attempt))
+                case (_, .transient):
+                    return .retry(DownloadError.httpStatus(url: text, status: status, attempts: attempt))
+                case (_, .other):
                     throw DownloadError.httpStatus(url: text, status: status, attempts: attempt)
                 }
             } catch let error as DownloadError {
@@ -164,69 +132,15 @@ final class BundleDownloader: Sendable {
                 throw CancellationError()
             } catch {
                 if let clientError = error as? HTTPClientError, clientError == .cancelled { throw CancellationError() }
-                failure = .unreachable(url: text, reason: PlatformClient.describe(error), attempts: attempt)
-            }
-            guard attempt < policy.maxAttempts, clock.now + delay < deadline else {
-                switch failure {
-                case .httpStatus(let url, let status, _): throw DownloadError.httpStatus(url: url, status: status, attempts: attempt)
-                case .unreachable(let url, let reason, _): throw DownloadError.unreachable(url: url, reason: reason, attempts: attempt)
-                default: throw failure
-                }
-            }
-            logger.debug("retrying bundle download", metadata: ["url": "\(text)", "delay": "\(delay)"])
-            try await Task.sleep(for: delay)
-        }
-    }
-
-    /// An answer whose body is still to be read: from AsyncHTTPClient, or from a connection of its own.
-    enum Response {
-        case pooled(HTTPClientResponse)
-        case direct(DirectResponse, SocketCanceller)
-
-        var status: Int {
-            switch self {
-            case .pooled(let response): Int(response.status.code)
-            case .direct(let response, _): response.status
+                return .retry(DownloadError.unreachable(url: text, reason: PlatformClient.describe(error), attempts: attempt))
             }
         }
-
-        var headers: HTTPHeaders {
-            switch self {
-            case .pooled(let response): response.headers
-            case .direct(let response, _): response.headers
-            }
-        }
-
-        /// Closes a connection of its own (AsyncHTTPClient ends its own when its body is dropped).
-        func close() {
-            if case .direct(let response, _) = self { response.close() }
-        }
-    }
-
-    /// Sends `request` and reads the head of its answer: on a connection of its own (see ``direct``)
-    /// for a plain `http://` URL when the downloader has one; else through AsyncHTTPClient.
-    private func send(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant) async throws -> Response {
-        if direct, let url = URL(string: request.url), let (endpoint, target) = DirectEndpoint.resource(url) {
-            let canceller = SocketCanceller()
-            let (headers, network) = (request.headers, network)
-            let response = try await withTaskCancellationHandler {
-                try await executor.runOnOwnThread(name: "miniapp.fetch") {
-                    try DirectHTTP.open(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
-                }
-            } onCancel: {
-                canceller.cancel()
-            }
-            return .direct(response, canceller)
-        }
-        let remaining = deadline - ContinuousClock.now
-        guard remaining > .zero else { throw HTTPClientError.deadlineExceeded }
-        return .pooled(try await connections.execute(request, deadline: .now() + remaining.timeAmount))
     }
 
     /// Streams a response body into the sink; returns `nil` when it is complete, or the failure to
     /// retry with when it ended early.
     func receive(
-        _ response: Response, into sink: DownloadSink, total: Int64?, url: String, attempt: Int, maxBytes: Int64,
+        _ response: HTTPResponse, into sink: DownloadSink, total: Int64?, url: String, attempt: Int, maxBytes: Int64,
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) async throws -> DownloadError? {
         /// Counts a chunk handed to the sink against the length and the limit.
@@ -238,9 +152,9 @@ final class BundleDownloader: Sendable {
             progress?(DownloadProgress(receivedBytes: sink.received, totalBytes: total))
         }
         do {
-            switch response {
-            case .pooled(let response):
-                for try await chunk in response.body {
+            switch response.body {
+            case .pooled(let body):
+                for try await chunk in body {
                     try await sink.append(chunk)
                     try check()
                 }

@@ -45,8 +45,13 @@ public final class BundleInstaller: Sendable {
         executor: BlockingExecutor, permissionStore: PermissionStore? = nil,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(ConfigurationError) {
+        // Zips go over the platform client's transport, when it is one: one HTTP stack, reached as the
+        // caller chose for the platform.
+        let shared = httpClient == nil ? (platform as? PlatformClient)?.transport : nil
         try self.init(
-            configuration: configuration, platform: platform, ownsPlatform: false, httpClient: httpClient,
+            configuration: configuration, platform: platform, ownsPlatform: false,
+            transport: shared ?? HTTPTransport(network: configuration.network, httpClient: httpClient, executor: executor, connections: .pooled),
+            ownsTransport: shared == nil,
             executor: executor, permissions: PermissionAccess(store: permissionStore, configuration: configuration, executor: executor), logger: logger
         )
     }
@@ -58,17 +63,19 @@ public final class BundleInstaller: Sendable {
         executor: BlockingExecutor, permissionStore: PermissionStore? = nil,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws {
+        let transport = HTTPTransport(network: configuration.network, httpClient: httpClient, executor: executor, connections: .pooled)
         let platform = configuration.offline || configuration.platform == nil
-            ? nil : try Platforms.open(configuration, httpClient: httpClient, executor: executor, logger: logger)
+            ? nil : try Platforms.open(configuration, executor: executor, logger: logger, transport: { (transport, false) })
         try self.init(
-            configuration: configuration, platform: platform, ownsPlatform: true, httpClient: httpClient,
+            configuration: configuration, platform: platform, ownsPlatform: true, transport: transport, ownsTransport: true,
             executor: executor, permissions: PermissionAccess(store: permissionStore, configuration: configuration, executor: executor), logger: logger
         )
     }
 
-    /// An installer whose platform and permission store belong to the caller (``MiniAppRuntime``).
-    package init(
-        configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, ownsPlatform: Bool, httpClient: HTTPClient?,
+    /// An installer whose platform, transport and permission store belong to the caller (``MiniAppRuntime``)
+    /// unless it says it owns them.
+    init(
+        configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, ownsPlatform: Bool, transport: HTTPTransport, ownsTransport: Bool,
         executor: BlockingExecutor, permissions: PermissionAccess, logger: Logger
     ) throws(ConfigurationError) {
         self.configuration = configuration
@@ -80,10 +87,8 @@ public final class BundleInstaller: Sendable {
         let namespace = configuration.cacheNamespace
         self.cache = BundleCache(root: configuration.cacheDirectory, namespace: namespace, lockTimeout: configuration.lockTimeout, executor: executor, logger: logger)
         self.downloader = BundleDownloader(
-            network: configuration.network, maxBytes: configuration.maxDownloadBytes, httpClient: httpClient, executor: executor, logger: logger,
-            rangeFolder: configuration.cacheDirectory + "/ranges",
-            // A platform opened for a short-lived process fetches its zips as it makes its requests.
-            direct: (self.platform as? PlatformClient)?.direct != nil
+            maxBytes: configuration.maxDownloadBytes, transport: transport, ownsTransport: ownsTransport, logger: logger,
+            rangeFolder: configuration.cacheDirectory + "/ranges"
         )
         self.verifier = SignatureVerifier(
             trusted: try TrustedKeys(configuration.trustedKeys),

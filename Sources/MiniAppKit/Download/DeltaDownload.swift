@@ -41,7 +41,7 @@ final class RangeSupport: Sendable {
 
     /// Whether the origin of `url` answers several ranges in one request; `nil` until learnt.
     func multipart(_ url: String) async -> Bool? {
-        let origin = Self.origin(url)
+        let origin = RequestPolicy.origin(url)
         if let known = known.withLockedValue({ $0[origin] }) { return known }
         guard let path = path(origin), let executor else { return nil }
         let stored = try? await executor.run { () -> Bool? in
@@ -57,7 +57,7 @@ final class RangeSupport: Sendable {
     }
 
     func learn(_ url: String, multipart: Bool) {
-        let origin = Self.origin(url)
+        let origin = RequestPolicy.origin(url)
         let changed = known.withLockedValue { known in
             defer { known[origin] = multipart }
             return known[origin] != multipart
@@ -94,11 +94,6 @@ final class RangeSupport: Sendable {
 
     private func path(_ origin: String) -> String? {
         directory.map { $0 + "/" + SHA256Digest.hash(Array(origin.utf8)).hexString }
-    }
-
-    static func origin(_ url: String) -> String {
-        guard let components = URLComponents(string: url) else { return url }
-        return "\(components.scheme ?? "")://\(components.host ?? ""):\(components.port.map(String.init) ?? "")"
     }
 }
 
@@ -152,7 +147,7 @@ private final class DeltaRun: @unchecked Sendable {
     var url: String
     let maxEntries: Int
     let progress: (@Sendable (DownloadProgress) -> Void)?
-    let deadline: NIODeadline
+    let deadline: ContinuousClock.Instant
     /// Response body bytes received, over every request.
     var fetched: Int64 = 0
     var validator: String?
@@ -195,7 +190,7 @@ private final class DeltaRun: @unchecked Sendable {
         self.url = url
         self.maxEntries = maxEntries
         self.progress = progress
-        self.deadline = .now() + downloader.network.retry.totalBudget.timeAmount
+        self.deadline = downloader.policy.deadline()
     }
 
     deinit {
@@ -221,9 +216,9 @@ private final class DeltaRun: @unchecked Sendable {
         let keptEnd = old.size - old.directoryStart
         let guess = max(BundleDownloader.tailBytes, keptEnd + keptEnd / 8 + 4096)
         var response = try await request(range: "bytes=-\(guess)")
-        guard response.status == .partialContent else {
-            if response.status == .ok { return try await keepWhole(response, path: path) }
-            throw Stop.unusable("the server answered \(response.status.code) to a range request")
+        guard response.status == 206 else {
+            if response.status == 200 { return try await keepWhole(response, path: path) }
+            throw Stop.unusable("the server answered \(response.status) to a range request")
         }
         // The server answers a range. What it does with several, when not learnt yet, is asked meanwhile
         // with a HEAD: no byte of a body, where a GET would get the whole zip from a server that answers
@@ -245,7 +240,7 @@ private final class DeltaRun: @unchecked Sendable {
             // A central directory bigger than the first request: one more for the rest of it.
             let start = tailRange.range.lowerBound
             response = try await request(range: "bytes=\(missing)-\(start - 1)")
-            guard response.status == .partialContent, let more = Self.contentRange(response.headers), more.range == missing..<start else {
+            guard response.status == 206, let more = Self.contentRange(response.headers), more.range == missing..<start else {
                 throw Stop.unusable("the server did not send the central directory")
             }
             try checkSame(response.headers, total: more.total)
@@ -275,7 +270,7 @@ private final class DeltaRun: @unchecked Sendable {
             "url": "\(url)", "reused": "\(plan.reusedBytes)", "ranges": "\(ranges.count)",
             "fetch": "\(ranges.reduce(0) { $0 + $1.count })", "size": "\(size)", "predicted": "\(plan.predicts)",
         ])
-        sink = try DownloadSink(path: path, executor: downloader.executor)
+        sink = try await DownloadSink(path: path, executor: downloader.executor)
 
         // 2. The ranges that changed, copying what did not in between, in order.
         if ranges.count > 1, await downloader.rangeSupport.multipart(url) == nil, await probed == false {
@@ -300,12 +295,12 @@ private final class DeltaRun: @unchecked Sendable {
             let batch = Array(ranges[next..<(next + specs.count)])
             let asksSeveral = batch.count > 1
             response = try await request(range: "bytes=" + specs.joined(separator: ","))
-            if response.status == .ok {
+            if response.status == 200 {
                 // A server that ignores ranges sends the whole zip: that answer is the download.
                 if asksSeveral { downloader.rangeSupport.learn(url, multipart: false) }
                 return try await keepWhole(response, path: path)
             }
-            guard response.status == .partialContent else { throw Stop.unusable("the server answered \(response.status.code) to a range request") }
+            guard response.status == 206 else { throw Stop.unusable("the server answered \(response.status) to a range request") }
             if let type = response.headers.first(name: "Content-Type"), let boundary = MultipartByteRanges.boundary(contentType: type) {
                 if asksSeveral { downloader.rangeSupport.learn(url, multipart: true) }
                 try await receiveParts(response, boundary: boundary)
@@ -449,58 +444,43 @@ private final class DeltaRun: @unchecked Sendable {
     /// followed.
     private func probeMultipart(_ start: String) async -> Bool? {
         guard await downloader.rangeSupport.multipart(start) == nil else { return nil }
-        var target = start
-        for _ in 0...BundleDownloader.maxRedirects {
-            var request = HTTPClientRequest(url: target)
-            request.method = .HEAD
-            request.headers.add(name: "User-Agent", value: PackageInfo.userAgent)
-            // The first and the last byte: two ranges no server merges into one.
-            request.headers.add(name: "Range", value: "bytes=0-0,-1")
-            guard let response = try? await downloader.connections.execute(request, deadline: deadline) else { return nil }
-            do {
-                for try await _ in response.body {}
-            } catch {
-                return nil
-            }
-            switch response.status.code {
-            case 301, 302, 303, 307, 308:
-                guard let location = response.headers.first(name: "Location"), let next = URL(string: location, relativeTo: URL(string: target)),
-                      ["http", "https"].contains(next.scheme?.lowercased() ?? "") else { return nil }
-                target = next.absoluteString
-            case 206:
-                return response.headers.first(name: "Content-Type").flatMap(MultipartByteRanges.boundary(contentType:)) != nil
-            case 200:
-                return false
-            default:
-                return nil
-            }
+        // The first and the last byte: two ranges no server merges into one.
+        var request = HTTPRequest(.HEAD, url: start, headers: ["Range": "bytes=0-0,-1"])
+        request.mayUseOwnConnection = false
+        var redirects = 0
+        guard let (response, _) = try? await downloader.policy.send(request, over: downloader.transport, deadline: deadline, redirects: &redirects) else {
+            return nil
         }
-        return nil
+        do {
+            try await response.forEachChunk(executor: downloader.executor) { _ in }
+        } catch {
+            return nil
+        }
+        switch response.status {
+        case 206:
+            return response.headers.first(name: "Content-Type").flatMap(MultipartByteRanges.boundary(contentType:)) != nil
+        case 200:
+            return false
+        default:
+            return nil
+        }
     }
 
     /// Sends a GET for `range`, following redirects; returns the response with its body unread.
-    private func request(range: String) async throws -> HTTPClientResponse {
+    private func request(range: String) async throws -> HTTPResponse {
         var redirects = 0
-        while true {
-            try Task.checkCancellation()
-            let response = try await send(range: range, to: url)
-            switch response.status.code {
-            case 301, 302, 303, 307, 308:
-                guard let location = response.headers.first(name: "Location"), let next = URL(string: location, relativeTo: URL(string: url)),
-                      ["http", "https"].contains(next.scheme?.lowercased() ?? ""), redirects < BundleDownloader.maxRedirects else {
-                    throw Stop.unusable("the server redirected a range request")
-                }
-                redirects += 1
-                url = next.absoluteString
-            case 206:
-                // After the first answer, every answer must be of the same zip (a multipart answer's
-                // totals are checked part by part).
-                if size > 0 { try checkSame(response.headers, total: Self.contentRange(response.headers)?.total ?? size) }
-                return response
-            default:
-                return response
-            }
+        let response: HTTPResponse
+        do {
+            (response, url) = try await downloader.policy.send(rangeRequest(range, to: url), over: downloader.transport, deadline: deadline, redirects: &redirects)
+        } catch is RequestPolicy.RedirectFailure {
+            throw Stop.unusable("the server redirected a range request")
+        } catch {
+            throw Self.requestFailure(error)
         }
+        // After the first answer, every answer must be of the same zip (a multipart answer's totals are
+        // checked part by part).
+        if response.status == 206, size > 0 { try checkSame(response.headers, total: Self.contentRange(response.headers)?.total ?? size) }
+        return response
     }
 
     /// The most single-range requests in flight at once, and the largest range fetched ahead into memory
@@ -554,7 +534,7 @@ private final class DeltaRun: @unchecked Sendable {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(range.count)
         do {
-            for try await chunk in response.body {
+            try await response.forEachChunk(executor: downloader.executor) { chunk in
                 received.withLockedValue { $0 += Int64(chunk.readableBytes) }
                 guard bytes.count + chunk.readableBytes <= range.count else { throw Stop.unusable("the server sent more bytes than its Content-Range says") }
                 bytes += chunk.readableBytesView
@@ -571,8 +551,8 @@ private final class DeltaRun: @unchecked Sendable {
     }
 
     /// Stops unless `response` is a `206` of exactly `range` of the same zip.
-    private func expectPart(_ response: HTTPClientResponse, _ range: Range<UInt64>) throws {
-        guard response.status == .partialContent, let part = Self.contentRange(response.headers), part.range == range else {
+    private func expectPart(_ response: HTTPResponse, _ range: Range<UInt64>) throws {
+        guard response.status == 206, let part = Self.contentRange(response.headers), part.range == range else {
             throw Stop.unusable("the server did not answer a range as asked")
         }
         try checkSame(response.headers, total: part.total)
@@ -580,19 +560,27 @@ private final class DeltaRun: @unchecked Sendable {
 
     /// A GET of `range` (a `Range` header's value) from `target`, with its body unread; a failure to get
     /// an answer makes the delta doubtful (``Stop/unusable(_:)``), a cancellation goes through.
-    private func send(range: String, to target: String) async throws -> HTTPClientResponse {
-        var request = HTTPClientRequest(url: target)
-        request.headers.add(name: "User-Agent", value: PackageInfo.userAgent)
-        request.headers.add(name: "Range", value: range)
+    private func send(range: String, to target: String) async throws -> HTTPResponse {
         do {
-            return try await downloader.connections.execute(request, deadline: deadline)
-        } catch let error as HTTPClientError where error == .cancelled {
-            throw CancellationError()
-        } catch is CancellationError {
-            throw CancellationError()
+            return try await downloader.transport.open(rangeRequest(range, to: target), deadline: deadline, longRead: false)
         } catch {
-            throw Stop.unusable("a range request failed (\(PlatformClient.describe(error)))")
+            throw Self.requestFailure(error)
         }
+    }
+
+    /// A GET of `range` from `target`, on the pooled way (see ``HTTPRequest/mayUseOwnConnection``).
+    private func rangeRequest(_ range: String, to target: String) -> HTTPRequest {
+        var request = HTTPRequest(url: target, headers: ["Range": range])
+        request.mayUseOwnConnection = false
+        return request
+    }
+
+    /// What a range request that got no answer throws: a cancellation goes through, anything else makes
+    /// the delta doubtful.
+    private static func requestFailure(_ error: any Error) -> any Error {
+        if let error = error as? HTTPClientError, error == .cancelled { return CancellationError() }
+        if error is CancellationError { return error }
+        return Stop.unusable("a range request failed (\(PlatformClient.describe(error)))")
     }
 
     /// Stops when an answer's ETag or total size is not the first answer's: the zip changed.
@@ -601,7 +589,7 @@ private final class DeltaRun: @unchecked Sendable {
     }
 
     /// The whole body of an answer that must hold exactly `expected.count` bytes.
-    private func collect(_ response: HTTPClientResponse, expected: Range<UInt64>) async throws -> [UInt8] {
+    private func collect(_ response: HTTPResponse, expected: Range<UInt64>) async throws -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(expected.count)
         try await eachChunk(of: response) { chunk in
@@ -613,19 +601,19 @@ private final class DeltaRun: @unchecked Sendable {
     }
 
     /// Streams a `200` answer (the whole zip) into the file as a full download.
-    private func keepWhole(_ response: HTTPClientResponse, path: String) async throws -> DeltaOutcome {
+    private func keepWhole(_ response: HTTPResponse, path: String) async throws -> DeltaOutcome {
         let sink: DownloadSink
         if let existing = self.sink {
             existing.restart()
             sink = existing
         } else {
-            sink = try DownloadSink(path: path, executor: downloader.executor)
+            sink = try await DownloadSink(path: path, executor: downloader.executor)
             self.sink = sink
         }
         let total = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
         if let total, total > downloader.maxBytes { throw DownloadError.tooLarge(url: url, limitBytes: downloader.maxBytes) }
         let before = fetched
-        if let failure = try await downloader.receive(.pooled(response), into: sink, total: total, url: url, attempt: 1, maxBytes: downloader.maxBytes, progress: progress) {
+        if let failure = try await downloader.receive(response, into: sink, total: total, url: url, attempt: 1, maxBytes: downloader.maxBytes, progress: progress) {
             fetched = before + sink.received
             throw Stop.unusable("the whole zip broke off (\(failure.description))")
         }
@@ -637,9 +625,9 @@ private final class DeltaRun: @unchecked Sendable {
     /// Hands each chunk of `response`'s body to `handle`, counting it as fetched. A connection that
     /// breaks off makes the delta doubtful (``Stop/unusable(_:)``); a stop, a cancellation or a local
     /// write failure goes through as it is.
-    private func eachChunk(of response: HTTPClientResponse, _ handle: (ByteBuffer) async throws -> Void) async throws {
+    private func eachChunk(of response: HTTPResponse, _ handle: (ByteBuffer) async throws -> Void) async throws {
         do {
-            for try await chunk in response.body {
+            try await response.forEachChunk(executor: downloader.executor) { chunk in
                 fetched += Int64(chunk.readableBytes)
                 try await handle(chunk)
             }
@@ -655,7 +643,7 @@ private final class DeltaRun: @unchecked Sendable {
     }
 
     /// Writes the parts of a `multipart/byteranges` answer.
-    private func receiveParts(_ response: HTTPClientResponse, boundary: String) async throws {
+    private func receiveParts(_ response: HTTPResponse, boundary: String) async throws {
         var reader = MultipartByteRanges(boundary: boundary)
         var partEnd: UInt64 = 0
         var position: UInt64 = 0
@@ -684,7 +672,7 @@ private final class DeltaRun: @unchecked Sendable {
     }
 
     /// Writes a single-part answer holding bytes `part`.
-    private func receive(_ response: HTTPClientResponse, part: Range<UInt64>) async throws {
+    private func receive(_ response: HTTPResponse, part: Range<UInt64>) async throws {
         var position = part.lowerBound
         try await eachChunk(of: response) { chunk in
             guard position + UInt64(chunk.readableBytes) <= part.upperBound else { throw Stop.unusable("the server sent more bytes than its Content-Range says") }

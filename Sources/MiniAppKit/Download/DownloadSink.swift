@@ -36,12 +36,13 @@ final class DownloadSink: @unchecked Sendable {
     private var digest = SHA256Digest()
     private var written: Int64 = 0
 
-    /// A sink writing a new file at `path`, on a thread of its own from `executor`.
-    init(path: String, executor: BlockingExecutor) throws(DownloadError) {
+    /// A sink writing a new file at `path`, on a thread of its own from `executor`: when the executor
+    /// runs as many as it may, it waits for one of them to end.
+    init(path: String, executor: BlockingExecutor) async throws(DownloadError) {
         self.path = path
         descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw BundleDownloader.ioError(path) }
-        guard executor.startThread(name: "miniapp.sink", { self.write() }) else {
+        guard await executor.startThreadWhenFree(name: "miniapp.sink", { self.write() }) else {
             Glibc.close(descriptor)
             throw BundleDownloader.ioError(path, errorNumber: EAGAIN)
         }

@@ -546,6 +546,12 @@ final class DirectResponse: @unchecked Sendable {
         canceller.close(reader.connection.descriptor)
     }
 
+    /// The next bytes of the body, read with blocking calls in buffers of up to `bufferBytes`; `nil`
+    /// once it has ended.
+    func nextChunk(bufferBytes: Int) throws -> ByteBuffer? {
+        try reader.nextBody(bufferBytes: bufferBytes, filling: false)
+    }
+
     /// Reads the body to its end with blocking calls, handing it to `deliver` in buffers of up to
     /// `chunkBytes`: a body cut short throws ``DirectHTTPError/closedEarly`` once what came is
     /// delivered (a download resumes from there).

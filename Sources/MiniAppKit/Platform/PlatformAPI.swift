@@ -32,13 +32,24 @@ public enum Platforms {
         _ configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil, executor: BlockingExecutor,
         connections: PlatformConnections = .pooled, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws -> any PlatformAPI {
+        try open(configuration, executor: executor, logger: logger) {
+            (HTTPTransport(network: configuration.network, httpClient: httpClient, executor: executor, connections: connections), true)
+        }
+    }
+
+    /// The platform `configuration` names; a remote one goes over the transport `transport` gives,
+    /// which it shuts down when that says it owns it.
+    static func open(
+        _ configuration: MiniAppConfiguration, executor: BlockingExecutor, logger: Logger, transport: () -> (HTTPTransport, owned: Bool)
+    ) throws -> any PlatformAPI {
         switch configuration.platform {
         case nil:
             throw ConfigurationError.missingPlatform
         case .registry(let path)?:
             return try RegistryPlatform(root: path, preview: configuration.preview, executor: executor)
         case .remote?:
-            return try PlatformClient(configuration: configuration, httpClient: httpClient, executor: executor, connections: connections, logger: logger)
+            let (transport, owned) = transport()
+            return try PlatformClient(configuration: configuration, transport: transport, ownsTransport: owned, logger: logger)
         }
     }
 

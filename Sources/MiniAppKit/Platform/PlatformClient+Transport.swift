@@ -14,50 +14,47 @@ struct HTTPAnswer: Sendable {
 }
 
 extension PlatformClient {
-    /// The headers every platform API request carries.
+    /// The headers a platform API request carries besides ``RequestPolicy/commonHeaders`` and
+    /// ``credentialHeaders``.
     var requestHeaders: HTTPHeaders {
         var headers = HTTPHeaders()
-        headers.add(name: "User-Agent", value: PackageInfo.userAgent)
         headers.add(name: "Accept", value: "application/json")
         headers.add(name: "ras-app-id", value: projectId)
         headers.add(name: "ras-sdk-name", value: PackageInfo.name)
         headers.add(name: "ras-sdk-version", value: PackageInfo.version)
-        if let subscriptionKey {
-            headers.add(name: "apiKey", value: subscriptionKey.hasPrefix("ras-") ? subscriptionKey : "ras-" + subscriptionKey)
-        }
         return headers
     }
 
+    /// The subscription key's header, when there is a key: sent only to the platform, whose redirects
+    /// are never followed (see ``RequestPolicy/send(_:over:deadline:redirects:longRead:)``).
+    var credentialHeaders: HTTPHeaders {
+        guard let subscriptionKey else { return [:] }
+        return ["apiKey": subscriptionKey.hasPrefix("ras-") ? subscriptionKey : "ras-" + subscriptionKey]
+    }
+
     /// GETs `path` under the base URL and returns the 2xx answer, retrying connection errors, 5xx and
-    /// 429 within the retry policy, and mapping every other failure to a ``PlatformError``.
+    /// 429 as ``RequestPolicy`` allows, and mapping every other failure to a ``PlatformError``. A
+    /// redirect is not followed: it is an unexpected status.
     func get(path: String, query: [(String, String)] = [], resource: String) async throws -> HTTPAnswer {
         let target = path + Self.queryString(query)
         let url = baseURL.absoluteString + target
-        let policy = network.retry
-        let clock = ContinuousClock()
-        let deadline = clock.now + policy.totalBudget
-        var attempt = 0
-        while true {
-            attempt += 1
-            try Task.checkCancellation()
-            var failure: PlatformError
-            var delay = policy.backoff(beforeRetry: attempt)
+        var headers = requestHeaders
+        headers.add(contentsOf: credentialHeaders)
+        let request = HTTPRequest(url: url, headers: headers, direct: direct.map { ($0, $0.basePath + target) })
+        let deadline = policy.deadline()
+        return try await policy.retrying(url, deadline: deadline) { attempt in
             logger.debug("platform request", metadata: ["url": "\(url)", "attempt": "\(attempt)"])
             do {
-                let answer = try await send(url: url, target: target, until: deadline)
-                switch answer.status {
-                case 200..<300:
-                    return answer
-                case 429:
-                    let retryAfter = Self.retryAfter(answer.headers)
-                    failure = .rateLimited(resource: resource, retryAfterSeconds: retryAfter.map { Int(($0.nanoseconds + 999_999_999) / 1_000_000_000) })
-                    if let retryAfter {
-                        guard retryAfter <= policy.maxRetryAfter else { throw failure }
-                        delay = retryAfter
-                    }
-                case 408, 500..<600:
-                    failure = .serverError(resource: resource, status: answer.status, attempts: attempt)
-                default:
+                let answer = try await transport.fetch(request, deadline: deadline)
+                switch RequestPolicy.verdict(answer.status, headers: answer.headers) {
+                case .success:
+                    return .done(answer)
+                case .rateLimited(let retryAfter):
+                    let seconds = retryAfter.map { Int(($0.nanoseconds + 999_999_999) / 1_000_000_000) }
+                    return .retry(PlatformError.rateLimited(resource: resource, retryAfterSeconds: seconds), retryAfter: retryAfter)
+                case .transient:
+                    return .retry(PlatformError.serverError(resource: resource, status: answer.status, attempts: attempt))
+                case .other:
                     throw mapStatus(answer, resource: resource)
                 }
             } catch let error as PlatformError {
@@ -72,42 +69,12 @@ extension PlatformClient {
                 throw PlatformError.invalidResponse(resource: resource, reason: "it is larger than \(network.maxResponseBytes) bytes")
             } catch let error as DirectHTTPError {
                 if case .invalidHeader = error { throw PlatformError.unreachable(resource: resource, reason: error.description, attempts: attempt) }
-                failure = .unreachable(resource: resource, reason: error.description, attempts: attempt)
+                return .retry(PlatformError.unreachable(resource: resource, reason: error.description, attempts: attempt))
             } catch {
                 if let clientError = error as? HTTPClientError, clientError == .cancelled { throw CancellationError() }
-                failure = .unreachable(resource: resource, reason: Self.describe(error), attempts: attempt)
-            }
-            guard attempt < policy.maxAttempts, clock.now + delay < deadline else {
-                throw failure.withAttempts(attempt)
-            }
-            logger.debug("retrying platform request", metadata: ["url": "\(url)", "delay": "\(delay)"])
-            try await Task.sleep(for: delay)
-        }
-    }
-
-    /// Sends one GET of `target` (path and query under the base URL), on a connection of its own when
-    /// the client was made with ``PlatformConnections/perRequest`` for a plain `http://`
-    /// platform, else through AsyncHTTPClient.
-    private func send(url: String, target: String, until deadline: ContinuousClock.Instant) async throws -> HTTPAnswer {
-        if let direct {
-            let canceller = SocketCanceller()
-            let (headers, network) = (requestHeaders, network)
-            return try await withTaskCancellationHandler {
-                try await executor.run {
-                    try DirectHTTP.get(direct, target: direct.basePath + target, headers: headers, network: network, deadline: deadline, canceller: canceller)
-                }
-            } onCancel: {
-                canceller.cancel()
+                return .retry(PlatformError.unreachable(resource: resource, reason: Self.describe(error), attempts: attempt))
             }
         }
-        var request = HTTPClientRequest(url: url)
-        request.method = .GET
-        request.headers = requestHeaders
-        let remaining = deadline - ContinuousClock.now
-        guard remaining > .zero else { throw HTTPClientError.deadlineExceeded }
-        let response = try await httpConnections.execute(request, deadline: .now() + remaining.timeAmount)
-        let body = try await response.body.collect(upTo: network.maxResponseBytes)
-        return HTTPAnswer(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
     }
 
     private func mapStatus(_ answer: HTTPAnswer, resource: String) -> PlatformError {
@@ -127,18 +94,6 @@ extension PlatformClient {
             if case .string(let text)? = object[key], !text.isEmpty { return text }
         }
         return nil
-    }
-
-    /// The wait a `Retry-After` header asks for, in seconds or as an HTTP date.
-    static func retryAfter(_ headers: HTTPHeaders) -> Duration? {
-        guard let value = headers.first(name: "Retry-After")?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
-        if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: value) else { return nil }
-        return .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
     }
 
     private static func queryString(_ items: [(String, String)]) -> String {
@@ -201,16 +156,5 @@ extension PlatformClient {
         if text.localizedCaseInsensitiveContains("refused") { return "connection refused" }
         if text.localizedCaseInsensitiveContains("dns") || text.localizedCaseInsensitiveContains("resolve") { return "the host name does not resolve" }
         return Sanitizer.printable(text, limit: 120)
-    }
-}
-
-extension PlatformError {
-    /// The same error with the attempt count updated.
-    func withAttempts(_ attempts: Int) -> PlatformError {
-        switch self {
-        case .serverError(let resource, let status, _): return .serverError(resource: resource, status: status, attempts: attempts)
-        case .unreachable(let resource, let reason, _): return .unreachable(resource: resource, reason: reason, attempts: attempts)
-        default: return self
-        }
     }
 }

@@ -21,25 +21,42 @@ public final class PlatformClient: PlatformAPI {
     let subscriptionKey: String?
     let network: NetworkSettings
     let logger: Logger
-    let httpConnections: LazyHTTPClient
-    /// Where blocking work runs: the app list's reading, and plain `http://` requests on connections of
-    /// their own (``PlatformConnections/perRequest``).
+    /// How requests reach the platform.
+    let transport: HTTPTransport
+    /// Whether ``shutdown()`` closes ``transport`` (one the client made), or it is the runtime's.
+    let ownsTransport: Bool
+    let policy: RequestPolicy
+    /// Where the blocking work runs: the app list's reading, and plain `http://` requests on connections
+    /// of their own (``PlatformConnections/perRequest``).
     let executor: BlockingExecutor
     /// Where plain `http://` requests go on connections of their own (``PlatformConnections/perRequest``).
     let direct: DirectEndpoint?
 
     /// A client for the platform at `baseURL`.
     ///
-    /// By default it makes its own `HTTPClient` on NIO's shared event loops, which ``shutdown()`` closes.
+    /// By default it makes its own `HTTPClient`, which ``shutdown()`` closes.
     /// A host may give its own `httpClient` (its event loops, TLS, proxy, tracing), which stays the
     /// host's to shut down; it should not follow redirects (`redirectConfiguration: .disallow`), since
     /// the subscription key travels in a header that a redirect to another origin would carry along.
     /// A short-lived process may ask for `connections: .perRequest` (see ``PlatformConnections``), whose
     /// requests run on `executor`.
-    public init(
+    public convenience init(
         baseURL: URL, projectId: String, subscriptionKey: String? = nil, preview: Bool = false,
         network: NetworkSettings = NetworkSettings(), httpClient: HTTPClient? = nil, executor: BlockingExecutor, connections: PlatformConnections = .pooled,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.init(
+            baseURL: baseURL, projectId: projectId, subscriptionKey: subscriptionKey, preview: preview, network: network,
+            transport: HTTPTransport(network: network, httpClient: httpClient, executor: executor, connections: connections), ownsTransport: true,
+            logger: logger
+        )
+    }
+
+    /// A client for the platform at `baseURL` whose requests go over `transport`, which it shuts down
+    /// when `ownsTransport`.
+    init(
+        baseURL: URL, projectId: String, subscriptionKey: String?, preview: Bool, network: NetworkSettings, transport: HTTPTransport, ownsTransport: Bool,
+        logger: Logger
     ) {
         self.baseURL = baseURL.absoluteString.hasSuffix("/") ? baseURL : baseURL.appendingPathComponent("")
         self.projectId = projectId
@@ -47,18 +64,11 @@ public final class PlatformClient: PlatformAPI {
         self.preview = preview
         self.network = network
         self.logger = logger
-        self.executor = executor
-        if httpClient == nil, case .perRequest = connections, let endpoint = DirectEndpoint(baseURL: self.baseURL) {
-            self.direct = endpoint
-        } else {
-            self.direct = nil
-        }
-        self.httpConnections = LazyHTTPClient(shared: httpClient, connectTimeout: network.connectTimeout.timeAmount) {
-            HTTPClient.Configuration(
-                redirectConfiguration: .disallow,
-                timeout: .init(connect: network.connectTimeout.timeAmount, read: network.readTimeout.timeAmount)
-            )
-        }
+        self.transport = transport
+        self.ownsTransport = ownsTransport
+        self.executor = transport.executor
+        self.policy = RequestPolicy(network: network, logger: logger)
+        self.direct = transport.perRequest ? DirectEndpoint(baseURL: self.baseURL) : nil
     }
 
     /// A client for the remote platform that `configuration` names.
@@ -66,6 +76,16 @@ public final class PlatformClient: PlatformAPI {
         configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil, executor: BlockingExecutor, connections: PlatformConnections = .pooled,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(ConfigurationError) {
+        try self.init(
+            configuration: configuration,
+            transport: HTTPTransport(network: configuration.network, httpClient: httpClient, executor: executor, connections: connections),
+            ownsTransport: true, logger: logger
+        )
+    }
+
+    /// A client for the remote platform that `configuration` names, over `transport` (see
+    /// ``init(baseURL:projectId:subscriptionKey:preview:network:transport:ownsTransport:logger:)``).
+    convenience init(configuration: MiniAppConfiguration, transport: HTTPTransport, ownsTransport: Bool, logger: Logger) throws(ConfigurationError) {
         switch configuration.platform {
         case nil:
             throw .missingPlatform
@@ -74,14 +94,14 @@ public final class PlatformClient: PlatformAPI {
         case .remote(let url)?:
             guard let projectId = configuration.projectId else { throw .missingProjectId }
             self.init(baseURL: url, projectId: projectId, subscriptionKey: configuration.subscriptionKey,
-                      preview: configuration.preview, network: configuration.network, httpClient: httpClient,
-                      executor: executor, connections: connections, logger: logger)
+                      preview: configuration.preview, network: configuration.network, transport: transport, ownsTransport: ownsTransport,
+                      logger: logger)
         }
     }
 
     /// Closes the client's connections; call it once, when done.
     public func shutdown() async throws {
-        try await httpConnections.shutdown()
+        if ownsTransport { try await transport.shutdown() }
     }
 
     public func close() async {
@@ -255,149 +275,6 @@ public final class PlatformClient: PlatformAPI {
     }
 }
 
-/// An `HTTPClient` made on first use and shut down only if it was made. Its configuration is made on
-/// first use too (AsyncHTTPClient's takes 0.1 ms to build), so a command answered from the cache pays
-/// nothing for the network.
-///
-/// Its ``execute(_:deadline:)`` fails within ``probeDelay`` when a host refuses connections:
-/// AsyncHTTPClient itself keeps retrying a refused connection until the connect timeout
-/// (swift-server/async-http-client#743), so the first request to a host, and the next one after a
-/// failure, race a plain TCP connect started once the request has run that long.
-final class LazyHTTPClient: Sendable {
-    private let makeConfiguration: @Sendable () -> HTTPClient.Configuration
-    private let connectTimeout: TimeAmount
-    /// The host's client, when it gave one: used as it is, and never shut down here.
-    private let shared: HTTPClient?
-    private let box = NIOLockedValueBox<HTTPClient?>(nil)
-    /// Hosts (`host:port`) that answered in this process, so later requests skip the probe.
-    private static let reached = NIOLockedValueBox<Set<String>>([])
-    /// How long the first request to a host runs before the plain TCP connect races it.
-    static let probeDelay = Duration.milliseconds(25)
-
-    /// A client made when first needed with `configuration`, or `shared` when given.
-    init(shared: HTTPClient? = nil, connectTimeout: TimeAmount, configuration: @escaping @Sendable () -> HTTPClient.Configuration) {
-        self.shared = shared
-        self.connectTimeout = connectTimeout
-        self.makeConfiguration = configuration
-    }
-
-    /// The client, made now if it does not exist yet.
-    private var client: HTTPClient {
-        if let shared { return shared }
-        return box.withLockedValue { made in
-            if let made { return made }
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: makeConfiguration())
-            made = client
-            return client
-        }
-    }
-
-    /// Sends `request`; throws ``ConnectionFailure`` as soon as its host refuses connections, cannot be
-    /// resolved or cannot be routed to, and ``DirectHTTPError/malformed(_:)`` for an answer framed
-    /// against the rules of ``DirectHTTP/framing(status:headers:)``.
-    func execute(_ request: HTTPClientRequest, deadline: NIODeadline) async throws -> HTTPClientResponse {
-        let response = try await send(request, deadline: deadline)
-        // AsyncHTTPClient's decoder takes codings before `chunked` (`gzip, chunked`) and hands the body
-        // over still coded, as if plain: the answer is held to the rules of a connection of our own.
-        _ = try DirectHTTP.framing(status: Int(response.status.code), headers: response.headers)
-        return response
-    }
-
-    /// Sends `request` (see ``execute(_:deadline:)``), the answer's framing unchecked.
-    private func send(_ request: HTTPClientRequest, deadline: NIODeadline) async throws -> HTTPClientResponse {
-        let client = self.client
-        guard let target = URL(string: request.url).flatMap(ProbeTarget.init), !Self.reached.withLockedValue({ $0.contains(target.key) }) else {
-            return try await client.execute(request, deadline: deadline, logger: nil)
-        }
-        let timeout = connectTimeout
-        do {
-            let response = try await withThrowingTaskGroup(of: HTTPClientResponse?.self) { group in
-                group.addTask { try await client.execute(request, deadline: deadline, logger: nil) }
-                group.addTask {
-                    // Only when the answer is slow to come: a refused connection is still known within
-                    // ``probeDelay``, and a quick answer (most of them) costs no second connection (about
-                    // 1.2 ms of a one-app `list`, release, 41 interleaved runs).
-                    try await Task.sleep(for: Self.probeDelay)
-                    try await target.probe(timeout: timeout)
-                    return nil
-                }
-                while let next = try await group.next() {
-                    if let response = next {
-                        group.cancelAll()
-                        return response
-                    }
-                }
-                throw CancellationError()
-            }
-            Self.reached.withLockedValue { _ = $0.insert(target.key) }
-            return response
-        } catch {
-            Self.reached.withLockedValue { _ = $0.remove(target.key) }
-            throw error
-        }
-    }
-
-    /// Forgets that `key` (`host:port`) answered, so that the next request to it probes again: for
-    /// tests whose closed port another test's server held earlier in the same process.
-    static func forget(_ key: String) {
-        _ = reached.withLockedValue { $0.remove(key) }
-    }
-
-    /// Shuts the client down, if it was made here.
-    func shutdown() async throws {
-        let made = box.withLockedValue { made in
-            defer { made = nil }
-            return made
-        }
-        try await made?.shutdown()
-    }
-}
-
-/// A host that cannot be connected to at all; never worth a retry.
-struct ConnectionFailure: Error, CustomStringConvertible {
-    var description: String
-}
-
-/// The host and port a request connects to, and a TCP connect to them.
-private struct ProbeTarget {
-    var host: String
-    var port: Int
-    var key: String { "\(host):\(port)" }
-
-    init?(_ url: URL) {
-        guard let host = url.host, !host.isEmpty else { return nil }
-        switch url.scheme?.lowercased() {
-        case "http"?: port = url.port ?? 80
-        case "https"?: port = url.port ?? 443
-        default: return nil
-        }
-        self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-    }
-
-    /// Connects and closes; throws only when the failure is certain (refused, unresolvable,
-    /// unroutable); a slow host is left to the request's own timeouts.
-    func probe(timeout: TimeAmount) async throws {
-        let channel: any Channel
-        do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connectTimeout(timeout)
-                .connect(host: host, port: port).get()
-        } catch let error as NIOConnectionError {
-            let codes = error.connectionErrors.compactMap { ($0.error as? IOError)?.errnoCode }
-            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
-                throw ConnectionFailure(description: "the host name \(host) does not resolve")
-            }
-            if !codes.isEmpty, codes.count == error.connectionErrors.count, codes.allSatisfy({ [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH].contains($0) }) {
-                throw ConnectionFailure(description: codes.contains(ECONNREFUSED) ? "connection refused by \(key)" : "no route to \(key)")
-            }
-            return
-        } catch {
-            return
-        }
-        try? await channel.close()
-    }
-}
-
 /// The `{"bundleManifest": {...}}` envelope of the metadata endpoint (also spelled `metadata`).
 private struct MetadataEnvelope: Decodable {
     let manifest: BundleManifest
@@ -418,9 +295,4 @@ private struct LenientElement<Value: Decodable>: Decodable {
     init(from decoder: any Decoder) throws {
         value = try? Value(from: decoder)
     }
-}
-
-extension Duration {
-    /// The duration as a NIO `TimeAmount`.
-    var timeAmount: TimeAmount { .nanoseconds(nanoseconds) }
 }

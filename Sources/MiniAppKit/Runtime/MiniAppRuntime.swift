@@ -26,6 +26,8 @@ public final class MiniAppRuntime: Sendable {
 
     /// What is opened at first use, and closed by ``shutdown()``.
     private struct Opened {
+        /// The one way to the network of the platform and the installer's downloads.
+        var transport: HTTPTransport?
         var platform: (any PlatformAPI)?
         var installer: BundleInstaller?
     }
@@ -62,7 +64,7 @@ public final class MiniAppRuntime: Sendable {
     /// configured or its settings are incomplete.
     public func platform() throws -> any PlatformAPI {
         try opened.withLock { opened throws -> any PlatformAPI in
-            try Self.platform(&opened, configuration: configuration, httpClient: httpClient, executor: executor, connections: connections, logger: logger)
+            try platform(&opened)
         }
     }
 
@@ -71,12 +73,10 @@ public final class MiniAppRuntime: Sendable {
     public func installer() throws -> BundleInstaller {
         try opened.withLock { opened throws -> BundleInstaller in
             if let installer = opened.installer { return installer }
-            let platform = configuration.offline || configuration.platform == nil
-                ? nil
-                : try Self.platform(&opened, configuration: configuration, httpClient: httpClient, executor: executor, connections: connections, logger: logger)
+            let platform = configuration.offline || configuration.platform == nil ? nil : try platform(&opened)
             let installer = try BundleInstaller(
-                configuration: configuration, platform: platform, ownsPlatform: false, httpClient: httpClient, executor: executor,
-                permissions: permissions, logger: logger
+                configuration: configuration, platform: platform, ownsPlatform: false, transport: transport(&opened), ownsTransport: false,
+                executor: executor, permissions: permissions, logger: logger
             )
             opened.installer = installer
             return installer
@@ -90,26 +90,32 @@ public final class MiniAppRuntime: Sendable {
         try await permissions.openedStore(lockTimeout: configuration.lockTimeout, logger: logger)
     }
 
-    /// Closes what the runtime opened (the installer's connections, the platform, the store it opened),
+    /// Closes what the runtime opened (the installer, the platform, their connections and event loops,
+    /// the store it opened),
     /// waits for the installer's deletions, and shuts the executor down. Call it once, when done.
     public func shutdown() async {
-        let (platform, installer) = opened.withLock { opened in
+        let (transport, platform, installer) = opened.withLock { opened in
             defer { opened = Opened() }
-            return (opened.platform, opened.installer)
+            return (opened.transport, opened.platform, opened.installer)
         }
         await installer?.shutdown()
         await platform?.close()
+        try? await transport?.shutdown()
         await permissions.close()
         await executor.shutdown()
     }
 
-    private static func platform(
-        _ opened: inout Opened, configuration: MiniAppConfiguration, httpClient: HTTPClient?, executor: BlockingExecutor,
-        connections: PlatformConnections, logger: Logger
-    ) throws -> any PlatformAPI {
+    private func platform(_ opened: inout Opened) throws -> any PlatformAPI {
         if let platform = opened.platform { return platform }
-        let platform = try Platforms.open(configuration, httpClient: httpClient, executor: executor, connections: connections, logger: logger)
+        let platform = try Platforms.open(configuration, executor: executor, logger: logger) { (transport(&opened), false) }
         opened.platform = platform
         return platform
+    }
+
+    private func transport(_ opened: inout Opened) -> HTTPTransport {
+        if let transport = opened.transport { return transport }
+        let transport = HTTPTransport(network: configuration.network, httpClient: httpClient, executor: executor, connections: connections)
+        opened.transport = transport
+        return transport
     }
 }

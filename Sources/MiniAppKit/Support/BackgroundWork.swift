@@ -1,5 +1,6 @@
 import Dispatch
 import MiniAppCore
+import NIOPosix
 import Synchronization
 
 /// Work handed to threads of their own from the executor, which ``wait()`` waits for: freeing what an
@@ -15,7 +16,8 @@ final class BackgroundWork: Sendable {
         self.executor = executor
     }
 
-    /// Runs `body` on a thread named `name`, or here when no thread can be had.
+    /// Runs `body` on a thread named `name`, or on the executor's pool when it runs as many threads of
+    /// their own as it may (or the system has none to give).
     func run(name: String, _ body: @escaping @Sendable () -> Void) {
         let group = self.group
         pending.add(1, ordering: .relaxed)
@@ -26,7 +28,9 @@ final class BackgroundWork: Sendable {
             group.leave()
         }
         guard executor.startThread(name: name, work) else {
-            work()
+            // Run whatever the pool's state: ``wait()`` waits for it, and once the pool is stopped NIO
+            // hands it over at once.
+            executor.threadPool.submit { _ in work() }
             return
         }
     }

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import MiniAppKit
+import MiniAppTestSupport
+import Testing
+
+@testable import miniapp
+
+/// Every setting is reachable the three ways spec/cli.md gives it (a flag, a `MINIAPP_*` variable, a
+/// config file key) by the names of its one ``SettingDeclaration``, and each way gives the same value.
+struct SettingDeclarationTests {
+    /// A value of a setting as each way spells it: after the flag (nil for a flag alone), in the
+    /// variable, and as the JSON of the key.
+    struct Sample {
+        var flagValue: String?
+        var variable: String
+        var json: String
+    }
+
+    static let folder = "/tmp/miniapp-settings"
+
+    /// One sample per declared setting, none the default: a setting declared without one fails the test.
+    static let samples: [String: Sample] = [
+        "platform": Sample(flagValue: "https://platform.example/api/", variable: "https://platform.example/api/", json: #""https://platform.example/api/""#),
+        "projectId": Sample(flagValue: "proj-7", variable: "proj-7", json: #""proj-7""#),
+        "subscriptionKey": Sample(flagValue: "key-123", variable: "key-123", json: #""key-123""#),
+        "preview": Sample(flagValue: nil, variable: "1", json: "true"),
+        "cacheDir": Sample(flagValue: folder + "/cache", variable: folder + "/cache", json: #""\#(folder)/cache""#),
+        "signaturePolicy": Sample(flagValue: "advisory", variable: "advisory", json: #""advisory""#),
+        "lang": Sample(flagValue: "ja-JP", variable: "ja-JP", json: #""ja-JP""#),
+        "offline": Sample(flagValue: nil, variable: "yes", json: "true"),
+        "delta": Sample(flagValue: nil, variable: "0", json: "false"),
+        "permissionStore": Sample(flagValue: folder + "/store.sqlite", variable: folder + "/store.sqlite", json: #""\#(folder)/store.sqlite""#),
+    ]
+
+    @Test(arguments: SettingDeclaration.all.map(\.key))
+    func eachSettingIsReachedByItsFlagItsVariableAndItsKey(key: String) throws {
+        let setting = try #require(SettingDeclaration.all.first { $0.key == key })
+        let sample = try #require(Self.samples[key], "no sample for the declared setting \(key)")
+        let home = try TemporaryDirectory.make().path
+        let base = ["HOME": home, "XDG_CACHE_HOME": Self.folder + "/default-cache"]
+        let loader = ConfigurationLoader(environment: base, currentDirectory: home)
+        let defaults = try loader.load()
+
+        let arguments = [setting.flag] + (sample.flagValue.map { [$0] } ?? [])
+        let options = try GlobalOptions.parse(arguments)
+        let byFlag = try loader.load(options.overrides)
+        // The quick reading of plain lines takes the flag as ArgumentParser does.
+        #expect(QuickCommandLine.command(["list"] + arguments) == .list(options.settings))
+
+        let byVariable = try ConfigurationLoader(environment: base.merging([setting.variable: sample.variable]) { $1 }, currentDirectory: home).load()
+
+        let file = home + "/config.json"
+        try Data("{\"\(setting.key)\": \(sample.json)}".utf8).write(to: URL(fileURLWithPath: file))
+        let byKey = try ConfigurationLoader(environment: base.merging(["MINIAPP_CONFIG": file]) { $1 }, currentDirectory: home).load()
+
+        #expect(byFlag != defaults, "\(setting.flag) changed nothing")
+        #expect(byVariable == byFlag, "\(setting.variable) and \(setting.flag) disagree")
+        #expect(byKey == byFlag, "the config key \(setting.key) and \(setting.flag) disagree")
+    }
+
+    /// Every declared setting has its flag in `--help`, with the declaration's help.
+    @Test func theHelpListsEveryDeclaredFlag() {
+        let help = GlobalOptions.helpMessage(columns: 1000)
+        for setting in SettingDeclaration.all {
+            #expect(help.contains(setting.flag), "\(setting.flag) is missing from --help")
+            #expect(help.contains(setting.help), "the help of \(setting.flag) is not its declaration's")
+        }
+    }
+}
