@@ -28,15 +28,27 @@ struct PermissionsCommand: AsyncParsableCommand {
 extension GlobalOptions {
     /// The manifest that declares the app's permissions: its newest cached version's, else the latest
     /// version's metadata from the platform (unless offline), else none.
-    func declaredManifest(appId: String, _ configuration: MiniAppConfiguration) async throws -> BundleManifest {
+    func declaredManifest(appId: String, in runtime: MiniAppRuntime, _ configuration: MiniAppConfiguration) async throws -> BundleManifest {
+        if let (view, record) = runtime.cache.lookup(appId: appId) {
+            return try view.manifest(of: record, language: configuration.language)
+        }
+        guard !configuration.offline, configuration.platform != nil else { return BundleManifest() }
+        let platform = try runtime.platform()
+        let latest = try await platform.latestVersion(ofApp: appId)
+        return try await platform.metadata(appId: appId, versionId: latest.version.versionId, language: configuration.language)
+    }
+
+    /// The app's permissions as `show` lists them, after `change` (if any) was made to the store: one
+    /// runtime reads the manifest and opens the store. The manifest is read first, so that a command
+    /// that fails on it has not changed the store.
+    func permissionStates(
+        appId: String, _ configuration: MiniAppConfiguration, change: (@Sendable (PermissionStore) async throws -> Void)? = nil
+    ) async throws -> [PermissionState] {
         try await withRuntime(configuration) { runtime in
-            if let (view, record) = runtime.cache.lookup(appId: appId) {
-                return try view.manifest(of: record, language: configuration.language)
-            }
-            guard !configuration.offline, configuration.platform != nil else { return BundleManifest() }
-            let platform = try runtime.platform()
-            let latest = try await platform.latestVersion(ofApp: appId)
-            return try await platform.metadata(appId: appId, versionId: latest.version.versionId, language: configuration.language)
+            let manifest = try await declaredManifest(appId: appId, in: runtime, configuration)
+            let store = try await runtime.permissionStore()
+            if let change { try await change(store) }
+            return try await store.permissions(appId: appId, manifest: manifest)
         }
     }
 
@@ -70,9 +82,7 @@ struct PermissionsShowCommand: AsyncParsableCommand {
     func run() async throws {
         try Identifier.validate(appId, as: .app)
         let configuration = try options.configuration(reading: [.platformAccess, .permissions])
-        let manifest = try await options.declaredManifest(appId: appId, configuration)
-        let states = try await options.withPermissionStore(configuration) { try await $0.permissions(appId: appId, manifest: manifest) }
-        try options.renderPermissions(states)
+        try options.renderPermissions(try await options.permissionStates(appId: appId, configuration))
     }
 }
 
@@ -102,12 +112,8 @@ extension PermissionDecisionCommand {
     func run() async throws {
         let (appId, names) = (target.appId, target.names)
         let configuration = try options.configuration(reading: [.platformAccess, .permissions])
-        // The manifest first: a command that fails must not have changed the store.
-        let manifest = try await options.declaredManifest(appId: appId, configuration)
-        let states = try await options.withPermissionStore(configuration) { store in
-            try await store.set(appId: appId, Dictionary(names.map { ($0, Self.status) }, uniquingKeysWith: { first, _ in first }))
-            return try await store.permissions(appId: appId, manifest: manifest)
-        }
+        let decisions = Dictionary(names.map { ($0, Self.status) }, uniquingKeysWith: { first, _ in first })
+        let states = try await options.permissionStates(appId: appId, configuration) { try await $0.set(appId: appId, decisions) }
         try options.renderPermissions(states)
     }
 }
@@ -213,9 +219,7 @@ struct PermissionsExportCommand: AsyncParsableCommand {
         var data: Data
         switch (format.interchange, appId) {
         case (let shape?, let appId?):
-            let manifest = try await options.declaredManifest(appId: appId, configuration)
-            let states = try await options.withPermissionStore(configuration) { try await $0.permissions(appId: appId, manifest: manifest) }
-            data = try shape.export(appId: appId, states)
+            data = try shape.export(appId: appId, try await options.permissionStates(appId: appId, configuration))
         default:
             // --format store (validate() lets no other format through without an app).
             let snapshot = try await options.withPermissionStore(configuration) { try await $0.snapshot(appId: appId) }
@@ -282,12 +286,8 @@ struct PermissionsImportCommand: AsyncParsableCommand {
         }
         // An SDK shape is checked against the app's manifest, from the cache or the platform.
         let withPlatform = try options.configuration(reading: [.platformAccess, .permissions])
-        let manifest = try await options.declaredManifest(appId: appId, withPlatform)
-        let states = try await options.withPermissionStore(withPlatform) { store in
-            try await store.set(appId: appId, parsed.statuses)
-            return try await store.permissions(appId: appId, manifest: manifest)
-        }
-        try options.renderPermissions(states)
+        let statuses = parsed.statuses
+        try options.renderPermissions(try await options.permissionStates(appId: appId, withPlatform) { try await $0.set(appId: appId, statuses) })
     }
 }
 
