@@ -44,7 +44,10 @@ def browser(console=False):
     """Headless Chromium; with `console`, its console messages can be read (`driver.get_log('browser')`)."""
     options = Options()
     options.binary_location = '/usr/bin/chromium'
-    for argument in ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1280,900']:
+    for argument in ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1280,900',
+                     # A camera and a microphone, as a phone has, and the browser's own prompt for them
+                     # answered yes: what decides is then the host page, through the frame's `allow`.
+                     '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream']:
         options.add_argument(argument)
     if console:
         options.set_capability('goog:loggingPrefs', {'browser': 'ALL'})

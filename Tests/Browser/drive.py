@@ -388,12 +388,16 @@ def main():
         # Device permissions are the user's on the host page: the camera granted there is the frame's to
         # ask the browser for (its `allow`), and the app reads the decision.
         check(call(driver, 'MiniAppBridge.utilityManager.getPermissionStatus("camera")') == {'ok': 'unknown'}, 'the camera is undecided at first')
+        camera = call(driver, 'navigator.mediaDevices.getUserMedia({video: true}).then(function (stream) { var kinds = stream.getTracks().map(function (t) { t.stop(); return t.kind; }); return kinds; }, function (e) { return {error: e.name}; })')
+        check(camera == {'ok': {'error': 'NotAllowedError'}}, 'the browser refuses the frame the camera before the user decides', camera)
         driver.switch_to.default_content()
         check('camera' not in (driver.find_element(By.ID, 'miniapp-frame').get_attribute('allow') or ''), 'the frame is not allowed the camera before the user decides')
         click(lambda: driver.find_element(By.CSS_SELECTOR, '#devices [data-device="camera"] button[data-action="granted"]'), 'allow the camera on the host page')
         wait(lambda: 'camera' in (driver.find_element(By.ID, 'miniapp-frame').get_attribute('allow') or ''), 'the frame is allowed the camera once the user allowed it')
         into_app(driver)
         check(call(driver, 'MiniAppBridge.utilityManager.getPermissionStatus("camera")') == {'ok': 'granted'}, 'the app reads the camera as granted')
+        camera = call(driver, 'navigator.mediaDevices.getUserMedia({video: true}).then(function (stream) { var kinds = stream.getTracks().map(function (t) { t.stop(); return t.kind; }); return kinds; }, function (e) { return {error: e.name}; })')
+        check(camera == {'ok': ['video']}, 'the frame gets the (fake) camera once the user allowed it', camera)
         denied = call(driver, 'new Promise(function (ok, ko) { navigator.geolocation.getCurrentPosition(ok, function (e) { ok({code: e.code}); }); })')
         check(denied == {'ok': {'code': 1}}, 'the position is refused while LOCATION is undecided', denied)
 
