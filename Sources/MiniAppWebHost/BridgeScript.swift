@@ -156,6 +156,29 @@ if (navigator.geolocation) {
     Object.defineProperty(navigator.geolocation, 'clearWatch', { value: function () {}, configurable: true });
   } catch (e) {}
 }
+// The camera and the microphone, as a native host gives them: the user decides on the host page (asked
+// there when undecided), and only then does the host page let the frame ask the browser (the frame's
+// `allow`, which takes effect when the host page reloads the frame). Until then the browser refuses.
+if (navigator.mediaDevices && typeof navigator.mediaDevices.getUserMedia === 'function') {
+  var userMedia = navigator.mediaDevices.getUserMedia.bind(navigator.mediaDevices);
+  var mediaRefusal = function (message) { try { return new DOMException(message, 'NotAllowedError'); } catch (e) { var error = new Error(message); error.name = 'NotAllowedError'; return error; } };
+  var allowedByFrame = function (name) { var policy = document.featurePolicy; return !!(policy && policy.allowsFeature(name)); };
+  try {
+    Object.defineProperty(navigator.mediaDevices, 'getUserMedia', { configurable: true, value: function (constraints) {
+      var wanted = [];
+      if (constraints && constraints.video) { wanted.push('camera'); }
+      if (constraints && constraints.audio) { wanted.push('microphone'); }
+      var missing = wanted.filter(function (name) { return !allowedByFrame(name); });
+      if (!missing.length) { return userMedia(constraints); }
+      return missing.reduce(function (asked, name) {
+        return asked.then(function () { return call('requestPermission', { permission: name }, 'raw', false); });
+      }, Promise.resolve()).then(function () {
+        // Allowed: the host page reloads the frame with the device in its `allow`; this document goes.
+        return new Promise(function (resolve, reject) { setTimeout(function () { reject(mediaRefusal('Allowed on the host page: the app reloads to use it')); }, 5000); });
+      }, function () { throw mediaRefusal('Permission denied'); });
+    } });
+  } catch (e) {}
+}
 window.addEventListener('miniappsecurestorageloaderror', function (event) { bridge.secureStorageLoadError = parseError(event.detail && event.detail.message); });
 function granted(value) {
   capability = value;

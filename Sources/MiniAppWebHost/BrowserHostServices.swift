@@ -210,6 +210,8 @@ final class BrowserHostServices: BridgeHostServices {
         } catch {
             logger.warning("device permission not kept", metadata: ["app-id": "\(appId)", "error": "\(error)"])
         }
+        // The host pages read the decision: a camera or microphone allowed becomes the frame's `allow`.
+        board.notifyStateChanged(appId: appId)
         return allowed
     }
 

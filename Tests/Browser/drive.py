@@ -388,16 +388,38 @@ def main():
         # Device permissions are the user's on the host page: the camera granted there is the frame's to
         # ask the browser for (its `allow`), and the app reads the decision.
         check(call(driver, 'MiniAppBridge.utilityManager.getPermissionStatus("camera")') == {'ok': 'unknown'}, 'the camera is undecided at first')
-        camera = call(driver, 'navigator.mediaDevices.getUserMedia({video: true}).then(function (stream) { var kinds = stream.getTracks().map(function (t) { t.stop(); return t.kind; }); return kinds; }, function (e) { return {error: e.name}; })')
-        check(camera == {'ok': {'error': 'NotAllowedError'}}, 'the browser refuses the frame the camera before the user decides', camera)
+        # Undecided, the app asks the browser for the camera: the host page asks its user, who refuses.
+        driver.execute_script('window.__camera = null; navigator.mediaDevices.getUserMedia({video: true}).then(function () { window.__camera = "given"; }, function (e) { window.__camera = e.name; })')
         driver.switch_to.default_content()
-        check('camera' not in (driver.find_element(By.ID, 'miniapp-frame').get_attribute('allow') or ''), 'the frame is not allowed the camera before the user decides')
-        click(lambda: driver.find_element(By.CSS_SELECTOR, '#devices [data-device="camera"] button[data-action="granted"]'), 'allow the camera on the host page')
+        sheet = wait(lambda: driver.find_element(By.ID, 'miniapp-sheet').is_displayed() and driver.find_element(By.ID, 'miniapp-sheet'), 'the host page asks about the camera')
+        check(sheet.get_attribute('data-sheet') == 'device' and 'camera' in sheet.text, 'the device sheet names the camera', sheet.text)
+        click(lambda: driver.find_element(By.ID, 'sheet-cancel'), 'refuse the camera on the host page')
+        into_app(driver)
+        check(wait(lambda: driver.execute_script('return window.__camera'), 'the refused camera is answered', 20) == 'NotAllowedError', 'the app is refused the camera the user refused')
+        check(call(driver, 'MiniAppBridge.utilityManager.getPermissionStatus("camera")') == {'ok': 'denied'}, 'the app reads the camera as denied')
+        # Around the bridge's script (a blank frame of its own): the browser itself refuses the camera.
+        bypass = call(driver, 'new Promise(function (ok) { var f = document.createElement("iframe"); document.body.appendChild(f); '
+                              'f.contentWindow.navigator.mediaDevices.getUserMedia({video: true}).then(function () { ok("given"); }, function (e) { ok(e.name); }); })')
+        check(bypass == {'ok': 'NotAllowedError'}, 'a blank frame of the app\'s own is refused the camera by the browser', bypass)
+        driver.switch_to.default_content()
+        check('camera' not in (driver.find_element(By.ID, 'miniapp-frame').get_attribute('allow') or ''), 'the frame is not allowed the camera the user refused')
+        click(lambda: driver.find_element(By.CSS_SELECTOR, '#devices [data-device="camera"] button[data-action="granted"]'), 'allow the camera on the host page after all')
         wait(lambda: 'camera' in (driver.find_element(By.ID, 'miniapp-frame').get_attribute('allow') or ''), 'the frame is allowed the camera once the user allowed it')
         into_app(driver)
         check(call(driver, 'MiniAppBridge.utilityManager.getPermissionStatus("camera")') == {'ok': 'granted'}, 'the app reads the camera as granted')
         camera = call(driver, 'navigator.mediaDevices.getUserMedia({video: true}).then(function (stream) { var kinds = stream.getTracks().map(function (t) { t.stop(); return t.kind; }); return kinds; }, function (e) { return {error: e.name}; })')
         check(camera == {'ok': ['video']}, 'the frame gets the (fake) camera once the user allowed it', camera)
+        # The app asks the browser for the microphone itself, undecided: the host page asks its user,
+        # then reloads the frame allowed it, where the app gets it.
+        driver.execute_script('window.__microphone = null; navigator.mediaDevices.getUserMedia({audio: true}).then(function () { window.__microphone = "given"; }, function (e) { window.__microphone = e.name; })')
+        driver.switch_to.default_content()
+        sheet = wait(lambda: driver.find_element(By.ID, 'miniapp-sheet').is_displayed() and driver.find_element(By.ID, 'miniapp-sheet'), 'the host page asks about the microphone')
+        check(sheet.get_attribute('data-sheet') == 'device' and 'microphone' in sheet.text, 'the device sheet names the microphone', sheet.text)
+        click(lambda: driver.find_element(By.ID, 'sheet-ok'), 'allow the microphone on the host page')
+        wait(lambda: 'microphone' in (driver.find_element(By.ID, 'miniapp-frame').get_attribute('allow') or ''), 'the frame is allowed the microphone once the user allowed it at the app\'s request')
+        into_app(driver)
+        microphone = wait(lambda: (lambda answer: answer if answer.get('ok') else None)(call(driver, 'navigator.mediaDevices.getUserMedia({audio: true}).then(function (stream) { return stream.getTracks().map(function (t) { t.stop(); return t.kind; }); })')), 'the reloaded frame gets the microphone', 20)
+        check(microphone == {'ok': ['audio']}, 'the app gets the (fake) microphone after the reload', microphone)
         denied = call(driver, 'new Promise(function (ok, ko) { navigator.geolocation.getCurrentPosition(ok, function (e) { ok({code: e.code}); }); })')
         check(denied == {'ok': {'code': 1}}, 'the position is refused while LOCATION is undecided', denied)
 
