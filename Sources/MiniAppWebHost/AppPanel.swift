@@ -21,8 +21,6 @@ final class CallLog: Sendable {
         var ring: [(sequence: Int, call: BridgeCall)] = []
         var oldest = 0
         var sequence = 0
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        var nextWaiter = 0
 
         /// The kept calls after `sequence`, oldest first.
         func calls(after sequence: Int) -> [(sequence: Int, call: BridgeCall)] {
@@ -32,9 +30,10 @@ final class CallLog: Sendable {
     }
 
     private let state = Mutex(State())
+    private let changes = ChangeSignal()
 
     func append(_ call: BridgeCall) {
-        let waiting: [CheckedContinuation<Void, Never>] = state.withLock { state in
+        state.withLock { state in
             state.sequence += 1
             if state.ring.count < Self.capacity {
                 state.ring.append((state.sequence, call))
@@ -42,45 +41,22 @@ final class CallLog: Sendable {
                 state.ring[state.oldest] = (state.sequence, call)
                 state.oldest = (state.oldest + 1) % Self.capacity
             }
-            defer { state.waiters.removeAll() }
-            return Array(state.waiters.values)
         }
-        waiting.forEach { $0.resume() }
+        changes.signal()
     }
 
     /// The kept calls after `sequence` (0: every kept call), oldest first, and the number to go on
     /// from; when there is none yet, waits up to `wait` for the next call to be recorded.
     func calls(after sequence: Int, wait: Duration) async -> (next: Int, calls: [(sequence: Int, call: BridgeCall)]) {
-        let (id, found): (Int, (next: Int, calls: [(sequence: Int, call: BridgeCall)])) = state.withLock { state in
-            state.nextWaiter += 1
+        let generation = changes.generation
+        let found: (next: Int, calls: [(sequence: Int, call: BridgeCall)]) = state.withLock { state in
             // A number from before the host started again names no call of this log: start over.
             let after = sequence > state.sequence ? 0 : sequence
-            return (state.nextWaiter, (state.sequence, state.calls(after: after)))
+            return (state.sequence, state.calls(after: after))
         }
         if !found.calls.isEmpty { return found }
-        let timer = Task { [weak self] in
-            try? await Task.sleep(for: wait)
-            self?.wake(id)
-        }
-        defer { timer.cancel() }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let waits = state.withLock { state in
-                    // A call recorded since the first look, or a request gone meanwhile: no wait.
-                    guard state.sequence == found.next, !Task.isCancelled else { return false }
-                    state.waiters[id] = continuation
-                    return true
-                }
-                if !waits { continuation.resume() }
-            }
-        } onCancel: {
-            wake(id)
-        }
+        await changes.wait(after: generation, for: wait)
         return state.withLock { state in (state.sequence, state.calls(after: found.next)) }
-    }
-
-    private func wake(_ id: Int) {
-        state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
     }
 }
 

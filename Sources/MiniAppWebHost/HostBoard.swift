@@ -80,6 +80,7 @@ final class HostBoard: Sendable {
     }
 
     private let state = Mutex(State())
+    private let changes = ChangeSignal()
     /// Whether the user logged in or out on the host page, over the profile's `loggedIn`: the host's
     /// user is one for every app.
     let loggedIn = Mutex<Bool?>(nil)
@@ -134,7 +135,7 @@ final class HostBoard: Sendable {
             await withCheckedContinuation { continuation in
                 state.withLock { state in
                     state.pending[id] = Pending(prompt: prompt, continuation: continuation)
-                    Self.post(.prompt(id: id, prompt), in: &state)
+                    post(.prompt(id: id, prompt), in: &state)
                 }
                 if Task.isCancelled { _ = settle(id, with: [:]) }
             }
@@ -148,7 +149,7 @@ final class HostBoard: Sendable {
     func settle(_ id: Int, with decisions: [String: PermissionStatus]) -> Bool {
         let pending: Pending? = state.withLock { state in
             guard let pending = state.pending.removeValue(forKey: id) else { return nil }
-            Self.post(.settled(id: id), in: &state)
+            post(.settled(id: id), in: &state)
             return pending
         }
         guard let pending else { return false }
@@ -178,7 +179,7 @@ final class HostBoard: Sendable {
             await withCheckedContinuation { continuation in
                 state.withLock { state in
                     state.sheets[id] = PendingSheet(sheet: sheet, continuation: continuation)
-                    Self.post(.sheet(id: id, sheet), in: &state)
+                    post(.sheet(id: id, sheet), in: &state)
                 }
                 if Task.isCancelled { _ = answer(id, with: nil) }
             }
@@ -192,7 +193,7 @@ final class HostBoard: Sendable {
     func answer(_ id: Int, with value: JSONValue?) -> Bool {
         let pending: PendingSheet? = state.withLock { state in
             guard let pending = state.sheets.removeValue(forKey: id) else { return nil }
-            Self.post(.settled(id: id), in: &state)
+            post(.settled(id: id), in: &state)
             return pending
         }
         guard let pending else { return false }
@@ -207,22 +208,22 @@ final class HostBoard: Sendable {
 
     /// Tells the host pages what an app did, without waiting for anyone.
     func inform(appId: String, kind: String, payload: JSONValue) {
-        state.withLock { Self.post(.info(appId: appId, kind: kind, payload: payload), in: &$0) }
+        state.withLock { post(.info(appId: appId, kind: kind, payload: payload), in: &$0) }
     }
 
     /// Tells the host pages that a development folder's app changed (`reload` or `warning`).
     func notifyDevelopment(appId: String, kind: String) {
-        state.withLock { Self.post(.development(appId: appId, change: kind), in: &$0) }
+        state.withLock { post(.development(appId: appId, change: kind), in: &$0) }
     }
 
     /// Tells the host pages that an app's permissions changed from the panel: they read its state again.
     func notifyStateChanged(appId: String) {
-        state.withLock { Self.post(.development(appId: appId, change: "state"), in: &$0) }
+        state.withLock { post(.development(appId: appId, change: "state"), in: &$0) }
     }
 
     /// The app asks to be closed.
     func close(appId: String) {
-        state.withLock { Self.post(.closed(appId: appId), in: &$0) }
+        state.withLock { post(.closed(appId: appId), in: &$0) }
     }
 
     /// The notices after `sequence`, waiting up to `wait` for one. A page that just opened (`sequence`
@@ -242,22 +243,26 @@ final class HostBoard: Sendable {
         }
         let deadline = ContinuousClock.now + wait
         while true {
+            let generation = changes.generation
             let found = state.withLock { state in (state.sequence, state.notices.filter { $0.sequence > sequence }) }
-            if !found.1.isEmpty || ContinuousClock.now >= deadline { return found }
-            do { try await Task.sleep(for: .milliseconds(50)) } catch { return found }
+            if !found.1.isEmpty || ContinuousClock.now >= deadline || Task.isCancelled { return found }
+            await changes.wait(after: generation, for: deadline - ContinuousClock.now)
         }
     }
 
-    private static func post(_ kind: HostNotice.Kind, in state: inout State) {
+    /// Adds a notice (under the state's lock) and wakes the pages' polls.
+    private func post(_ kind: HostNotice.Kind, in state: inout State) {
         state.sequence += 1
         state.notices.append(HostNotice(sequence: state.sequence, kind: kind))
-        if state.notices.count > maxNotices { state.notices.removeFirst(state.notices.count - maxNotices) }
+        if state.notices.count > Self.maxNotices { state.notices.removeFirst(state.notices.count - Self.maxNotices) }
+        changes.signal()
     }
 }
 
 /// The events a host sends one app, kept for the app's pages to poll.
 final class EventLog: Sendable {
     private let state = Mutex<(sequence: Int, events: [(Int, BridgeEvent)])>((1, []))
+    private let changes = ChangeSignal()
     private static let kept = 64
 
     func append(_ event: BridgeEvent) {
@@ -266,6 +271,7 @@ final class EventLog: Sendable {
             state.events.append((state.sequence, event))
             if state.events.count > Self.kept { state.events.removeFirst(state.events.count - Self.kept) }
         }
+        changes.signal()
     }
 
     /// The events after `sequence` (a page that just loaded passes 0 and gets only what comes next),
@@ -274,9 +280,11 @@ final class EventLog: Sendable {
         let deadline = ContinuousClock.now + wait
         let start = sequence == 0 ? state.withLock { $0.sequence } : sequence
         while true {
+            let generation = changes.generation
             let found = state.withLock { state in (state.sequence, state.events.filter { $0.0 > start }.map(\.1)) }
             if !found.1.isEmpty || ContinuousClock.now >= deadline { return (max(found.0, start), found.1) }
-            do { try await Task.sleep(for: .milliseconds(50)) } catch { return (start, []) }
+            if Task.isCancelled { return (start, []) }
+            await changes.wait(after: generation, for: deadline - ContinuousClock.now)
         }
     }
 }

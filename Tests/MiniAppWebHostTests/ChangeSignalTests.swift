@@ -1,0 +1,49 @@
+import Foundation
+import MiniAppBridge
+import MiniAppCore
+import Testing
+
+@testable import MiniAppWebHost
+
+/// The host page's long polls wait on a signal, not on a sleep: they wake at the next change, at once
+/// when a change came between their look and their wait, when their time is up, or when their request goes.
+@Suite struct ChangeSignalTests {
+    @Test func aWaitEndsAtTheNextSignal() async {
+        let signal = ChangeSignal()
+        let generation = signal.generation
+        // Whether the wait is registered yet or not, the signal ends it, well before 600 s.
+        let waiting = Task { await signal.wait(after: generation, for: .seconds(600)) }
+        signal.signal()
+        await waiting.value
+        #expect(signal.generation == generation + 1)
+    }
+
+    @Test func aSignalBetweenTheLookAndTheWaitIsNotMissed() async {
+        let signal = ChangeSignal()
+        let generation = signal.generation
+        signal.signal()
+        await signal.wait(after: generation, for: .seconds(600))
+    }
+
+    @Test func aWaitEndsWhenItsTimeIsUpOrItsTaskIsCancelled() async {
+        let signal = ChangeSignal()
+        await signal.wait(after: signal.generation, for: .milliseconds(1))
+        let waiting = Task { await signal.wait(after: signal.generation, for: .seconds(600)) }
+        waiting.cancel()
+        await waiting.value
+    }
+
+    @Test func theHostPagesNoticesAndAnAppsEventsWakeTheirPolls() async {
+        let board = HostBoard()
+        let (start, _) = await board.notices(after: 0, wait: .seconds(1))
+        let notices = Task { await board.notices(after: start, wait: .seconds(600)) }
+        board.close(appId: "shop")
+        let (next, found) = await notices.value
+        #expect(next == start + 1 && found.count == 1)
+
+        let log = EventLog()
+        let events = Task { await log.events(after: 1, wait: .seconds(600)) }
+        log.append(BridgeEvent(name: "ping", message: "hello"))
+        #expect(await events.value.events.count == 1)
+    }
+}
