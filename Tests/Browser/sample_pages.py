@@ -110,7 +110,15 @@ BRIDGE_ERRORS = []
 BRIDGE_ERROR_TYPES = ['NotSupportedError', 'MiniAppError', 'InvalidParametersError', 'UnknownActionError', 'AuthorizationFailureError', 'userDenied']
 # What fails only because the test machine has no internet (the sample loads a video player and
 # pictures from other sites): not the host's doing.
-OFFLINE = ['player script could not be downloaded', 'ERR_NAME_NOT_RESOLVED', 'ERR_INTERNET_DISCONNECTED', 'picsum.photos', 'Failed to fetch']
+OFFLINE = ['player script could not be downloaded', 'ERR_NAME_NOT_RESOLVED', 'ERR_INTERNET_DISCONNECTED', 'picsum.photos', 'Failed to fetch',
+           'Network location provider']
+# What the user refused a device (the browser's error for it): the sample logs it and shows "denied".
+REFUSED = ['NotAllowedError']
+# The SDK's errors a host answers for what its user, profile or catalogue decided, which the sample logs
+# itself; not among them: the host refusing the app's bridge, not knowing an action, refusing the SDK's
+# own parameters, or failing its store.
+ANSWERED = ['NotSupportedError', 'MiniAppError', 'userDenied', 'DENIED', 'PERMISSION_DENIED', 'POSITION_UNAVAILABLE', 'UserCancelledPurchaseError',
+            'ProductNotFoundError', 'ProductPurchasedAlreadyError', 'ConsumeFailedError', 'DownloadFailedError', 'ScopesNotSupportedError', 'AudienceNotSupportedError']
 
 
 def uncaught(driver):
@@ -230,6 +238,11 @@ def main():
             print('ok: %s: the host page showed %s' % (setup, ', '.join(sheets) or 'no sheet'))
             for message in CONSOLE_ERRORS:
                 print('console: %s: %s' % (setup, message[:300]))
+            # An error may reach the console only when it is the SDK's error the host answered (the
+            # sample logs some of those itself), the user's refusal, or for want of internet.
+            unexplained = [message for message in CONSOLE_ERRORS
+                           if not any(cause in message for cause in OFFLINE + ANSWERED + REFUSED)]
+            check(not unexplained, '%s: every console error is an SDK error the host answered, a refusal, or for want of internet' % setup, '\n'.join(unexplained)[:2000])
             del CONSOLE_ERRORS[:]
             for message in BRIDGE_ERRORS:
                 print('bridge error: %s: %s' % (setup, message[:300]))

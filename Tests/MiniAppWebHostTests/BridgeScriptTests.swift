@@ -17,7 +17,9 @@ import Testing
                 for path in method.paths { #expect(script.contains("define(\"\(path)\", method);"), "\(path)") }
             }
         }
-        let calls = script.components(separatedBy: "return call(").count - 1
+        // The generated methods name their action in double quotes; the script's own wrappers (the
+        // position, the camera) call declared actions too, in single quotes.
+        let calls = script.components(separatedBy: "return call(\"").count - 1
         #expect(calls == BridgeDispatcher.declarationList.reduce(0) { $0 + $1.methods.count })
     }
 
