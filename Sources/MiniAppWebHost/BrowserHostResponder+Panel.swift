@@ -42,10 +42,17 @@ extension BrowserHostResponder {
             guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
             switch (request.method, parts[2]) {
             case (.get, "calls"):
-                // A long poll, as `notices`: answered at the next call, or empty after 20 s.
+                // A long poll, as `notices`: answered at the next call, or empty after 20 s. `limit`
+                // keeps only the newest calls of the batch (the page draws no more), and `skipped` says
+                // how many were left out: a busy app's hundreds of calls a second, encoded and parsed
+                // in the process its frame shares, would otherwise slow its own calls.
                 let after = Int(request.uri.queryParameters["after"].map(String.init) ?? "0") ?? 0
+                let limit = Int(request.uri.queryParameters["limit"].map(String.init) ?? "").map { min(max($0, 1), CallLog.capacity) } ?? CallLog.capacity
                 let (next, calls) = await app.panel.calls.calls(after: max(0, after), wait: .seconds(20))
-                return Self.json(.ok, ["next": .number(Double(next)), "calls": .array(calls.map { $0.call.panelJSON(sequence: $0.sequence) })])
+                return Self.json(.ok, [
+                    "next": .number(Double(next)), "skipped": .number(Double(max(0, calls.count - limit))),
+                    "calls": .array(calls.suffix(limit).map { $0.call.panelJSON(sequence: $0.sequence) }),
+                ])
             case (.get, "storage"):
                 return try await storage(of: app)
             case (.post, "storage"):

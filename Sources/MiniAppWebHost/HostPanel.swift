@@ -41,7 +41,7 @@ enum HostPanel {
     static let script = #"""
 (function () {
   'use strict';
-  var session, appId, after = 0, MAX_KEPT = 500, MAX_SHOWN = 50;
+  var session, appId, after = 0, skipped = 0, MAX_KEPT = 500, MAX_SHOWN = 50;
   function $(id) { return document.getElementById(id); }
   function node(tag, text, attributes) {
     var element = document.createElement(tag);
@@ -132,12 +132,14 @@ enum HostPanel {
     countCalls();
   }
   function countCalls() {
-    var matching = kept.filter(matches).length;
+    // Calls the host left out of a busy second's batch are counted, unfiltered.
+    var matching = kept.filter(matches).length + ($('calls-filter').value.trim() === '' ? skipped : 0);
     $('calls-count').textContent = matching > MAX_SHOWN ? 'The newest ' + MAX_SHOWN + ' of ' + matching + ' calls' : matching + ' calls';
   }
   function pollCalls() {
-    request('GET', appPath('calls?after=' + after)).then(function (batch) {
+    request('GET', appPath('calls?after=' + after + '&limit=' + MAX_SHOWN)).then(function (batch) {
       after = batch.next;
+      skipped += batch.skipped || 0;
       var storage = batch.calls.some(function (call) { return call.action.indexOf('SecureStorage') >= 0; });
       showCalls(batch.calls);
       if (storage) { readStorage(); }

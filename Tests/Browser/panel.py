@@ -109,6 +109,15 @@ def main():
         # A blank filter (typed, so that the page hears it) shows every call again.
         type_into(panel(driver, '#calls-filter'), ' ')
         wait(lambda: panel(driver, '#calls [data-action="getUserName"]').is_displayed(), 'a blank filter shows every call', 10)
+        # A busy second's batch is cut to the newest calls the page draws; the others are counted.
+        driver.switch_to.default_content()
+        batch = driver.execute_async_script('var done = arguments[arguments.length - 1];'
+                                            ' var session = document.querySelector(\'meta[name="miniapp-session"]\').getAttribute("content");'
+                                            ' Promise.all([0, 1].map(function (limit) { return fetch("/api/apps/shop/calls?after=0" + (limit ? "&limit=1" : ""), {headers: {"X-Miniapp-Session": session}}).then(function (r) { return r.json(); }); }))'
+                                            '.then(done, function (e) { done(String(e)); });')
+        check(isinstance(batch, list) and len(batch[0]['calls']) >= 2 and batch[0]['skipped'] == 0
+              and [c['sequence'] for c in batch[1]['calls']] == [batch[0]['calls'][-1]['sequence']] and batch[1]['skipped'] == len(batch[0]['calls']) - 1,
+              'a limited read of the calls keeps the newest and counts the others', str(batch)[:500])
 
         # A denial on the page: the app's next answer is a refusal, and the panel says why.
         click(lambda: driver.find_element(By.CSS_SELECTOR, '#permissions [data-permission="%s"] button[data-action="revoke"]' % USER_NAME), 'revoke USER_NAME')
