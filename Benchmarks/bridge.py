@@ -93,6 +93,32 @@ try:
             times = driver.execute_async_script(LOOP, kind, args.calls)
             assert isinstance(times, list), times
             samples[kind].extend(times)
+    # The panel's cost: the same calls with the host page's panel drawing them, and with the page
+    # loaded without the panel's script, in alternate rounds.
+    panel = {True: [], False: []}
+    ratios = []
+    driver.execute_cdp_cmd('Network.enable', {})
+    for _ in range(args.rounds):
+        for drawn in [True, False]:
+            driver.switch_to.default_content()
+            driver.execute_cdp_cmd('Network.setBlockedURLs', {'urls': [] if drawn else ['*/panel.js']})
+            driver.get(url)
+            while not driver.find_elements(By.ID, 'miniapp-frame'):
+                time.sleep(0.01)
+            deadline = time.monotonic() + 10
+            while drawn and not driver.execute_script('return !!document.querySelector("#miniapp-panel *")'):
+                assert time.monotonic() < deadline, 'the panel is drawn'
+                time.sleep(0.01)
+            assert drawn or not driver.execute_script('return !!document.querySelector("#miniapp-panel *")'), 'the panel is left out'
+            driver.switch_to.frame(driver.find_element(By.ID, 'miniapp-frame'))
+            while not driver.execute_script('return document.readyState === "complete" && !!window.MiniAppBridge'):
+                time.sleep(0.01)
+            driver.execute_async_script(LOOP, 'getUserName', 100)  # warm-up
+            times = driver.execute_async_script(LOOP, 'getUserName', args.calls)
+            assert isinstance(times, list), times
+            panel[drawn].extend(times)
+            if not drawn:
+                ratios.append(percentile(panel[True][-len(times):], 0.99) / percentile(times, 0.99))
 finally:
     driver.quit()
     if process:
@@ -103,6 +129,10 @@ for kind, times in samples.items():
     result[kind] = {'p50ms': percentile(times, 0.5), 'p99ms': percentile(times, 0.99)}
 for kind in ['getUniqueId', 'getUserName']:
     result[kind]['p99VsStatic'] = result[kind]['p99ms'] / result['static']['p99ms']
+result['panel'] = {'getUserNameP99msDrawn': percentile(panel[True], 0.99), 'getUserNameP99msWithout': percentile(panel[False], 0.99)}
+result['panel']['p99Ratio'] = result['panel']['getUserNameP99msDrawn'] / result['panel']['getUserNameP99msWithout']
+result['panel']['medianOfRoundRatios'] = statistics.median(ratios)
+result['panel']['rounds'] = len(ratios)
 with open(args.out, 'w') as f:
     json.dump(result, f, indent=2)
 print(json.dumps(result, indent=2))
