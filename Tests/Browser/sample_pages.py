@@ -4,6 +4,7 @@ setups: every permission granted up front, allowed at the prompts, denied at the
 host profile.
 
 Usage: sample_pages.py <miniapp> <work-dir> <real-sample.zip> [<setup> ...]
+SAMPLE_FROM=<page> starts at that page; SAMPLE_DUMP=1 prints each page's text once its buttons were pressed.
 A fifth setup, `reference-host`, runs the sample in the reference host (miniapp-host, beside <miniapp>,
 which has no host profile) and answers as `allowed-at-prompts`.
 On each page it presses the page's buttons one by one, answers what the host page shows (permission
@@ -212,6 +213,9 @@ def run_setup(driver, setup, port_cache):
             time.sleep(1.2)
             answer_host(driver, mode, seen)
             app_alive(driver)
+        if os.environ.get('SAMPLE_DUMP'):
+            into_app(driver)
+            print('page: %s: %s: %s' % (setup, page, json.dumps(driver.find_element(By.TAG_NAME, 'body').text[:1500], ensure_ascii=False)))
         for expected in SHOWN.get((setup, page), []):
             into_app(driver)
             wait(lambda: expected in driver.find_element(By.TAG_NAME, 'body').text, '%s: %s shows %s' % (setup, page, expected), 20)
