@@ -13,7 +13,7 @@ tab are closed again), and checks that the app is still there and drawn, that no
 and that the host's sheets showed what the app sent. Prints one line per check and exits non-zero on
 the first failure.
 """
-import json, os, subprocess, sys, time, urllib.error, urllib.request, zipfile
+import json, os, re, subprocess, sys, time, urllib.error, urllib.request, zipfile
 from selenium.webdriver.common.by import By
 
 import browsing
@@ -30,13 +30,39 @@ PROFILE = {"userName": "Aiko Tanaka", "profilePhoto": PHOTO, "locale": "ja-JP", 
            "products": [{"id": "gem-10", "title": "10 gems", "description": "A handful", "productPrice": {"currencyCode": "JPY", "price": "120"}}],
            "cookies": [{"name": "host-cookie", "value": "from-the-profile"}],
            "location": {"latitude": 35.6812, "longitude": 139.7671, "accuracy": 20}}
-# What a page must show after its buttons were pressed, per setup (what a real host lets it show).
-SHOWN = {
-    ('allowed-at-prompts', 'Device Location'): ['139.7671', '35.6812'],
-    ('granted', 'Device Location'): ['139.7671', '35.6812'],
-    ('denied-at-prompts', 'Device Location'): ['Error'],
-    ('no-profile', 'Device Location'): ['Error'],
+# What a page must show after its buttons were pressed, per setup (what a real host lets it show):
+# the profile's values, the host's answers, and the SDK's errors for what the user refused. `re:` is a
+# regular expression.
+ALLOWED_SHOWN = {
+    'Home': ['ja-JP', '3.2.1', '+81-3-0000-0000'],
+    'Fetch Unique ID': ['re:[0-9a-f]{64}'],
+    'Device Location': ['139.7671', '35.6812'],
+    'Access token': ['Token: tok-rae'],
+    'Message': ['Message is sent to contact Id: c'],
+    'Event Listener': ['External Webview Closed: 1'],
+    'Ads': ['Rewarded point: 10'],
+    'Universal Bridge': ['"SUCCESS"'],
+    'Image Upload': ['Image selected successfully!'],
+    'Log Event': ['Event logged successfully'],
+    'Trigger Login UI': ['Login successful: true'],
+    'Deeplink Handler': ['Deeplink is NOT supported by the application'],
+    'E Sim': ['Esim supported is not available'],
 }
+DENIED_SHOWN = {
+    'Device Location': ['User denied location permission'],
+    'Access token': ['has not allowed rakuten.miniapp.user.ACCESS_TOKEN'],
+    'Exchange Token': ['has not allowed rakuten.miniapp.user.ACCESS_TOKEN'],
+    'Message': ['Message not sent'],
+    'Camera': ['denied'],
+    'File Download': ['"FILE_DOWNLOAD" permission not granted.'],
+    'Image Upload': ['the user picked no image'],
+    'Ads': ['the user closed the ad before its end: no reward'],
+    'Trigger Login UI': ['Login successful: true'],
+}
+SHOWN = dict([(('allowed-at-prompts', page), texts) for page, texts in ALLOWED_SHOWN.items()]
+             + [(('granted', page), texts) for page, texts in ALLOWED_SHOWN.items()]
+             + [(('denied-at-prompts', page), texts) for page, texts in DENIED_SHOWN.items()]
+             + [(('no-profile', 'Device Location'), ['Error'])])
 # The sample's pages, as its drawer names them.
 PAGES = ['Home', 'Local Storage', 'Fetch Unique ID', 'Device Location', 'Access token', 'User Details', 'Message', 'Window Actions',
          'URI Schemes', 'Event Listener', 'Media', 'Share', 'Ads', 'Camera', 'File Download', 'File Upload', "GIF's & WebP", 'SecureStorage',
@@ -218,7 +244,9 @@ def run_setup(driver, setup, port_cache):
             print('page: %s: %s: %s' % (setup, page, json.dumps(driver.find_element(By.TAG_NAME, 'body').text[:1500], ensure_ascii=False)))
         for expected in SHOWN.get((setup, page), []):
             into_app(driver)
-            wait(lambda: expected in driver.find_element(By.TAG_NAME, 'body').text, '%s: %s shows %s' % (setup, page, expected), 20)
+            shows = (lambda text: re.search(expected[3:], text)) if expected.startswith('re:') else (lambda text: expected in text)
+            wait(lambda: shows(driver.find_element(By.TAG_NAME, 'body').text), '%s: %s shows %s' % (setup, page, expected), 20)
+            print('ok: %s: %s shows %s' % (setup, page, expected))
         print('ok: %s: %s (%d buttons)' % (setup, page, len(labels)))
     return seen
 
