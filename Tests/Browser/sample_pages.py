@@ -59,10 +59,23 @@ DENIED_SHOWN = {
     'Ads': ['the user closed the ad before its end: no reward'],
     'Trigger Login UI': ['Login successful: true'],
 }
-SHOWN = dict([(('allowed-at-prompts', page), texts) for page, texts in ALLOWED_SHOWN.items()]
-             + [(('granted', page), texts) for page, texts in ALLOWED_SHOWN.items()]
-             + [(('denied-at-prompts', page), texts) for page, texts in DENIED_SHOWN.items()]
-             + [(('no-profile', 'Device Location'), ['Error'])])
+# Without a profile (the reference host has none): the host's defaults, and NotSupportedError for user data.
+NO_PROFILE_SHOWN = {
+    'Home': ['en-US', 'UNKNOWN'],
+    'Fetch Unique ID': ['re:[0-9a-f]{64}'],
+    'Device Location': ['Error'],
+    'Access token': ["does not support 'getAccessToken'"],
+    'Message': ['Message not sent'],
+    'Event Listener': ['External Webview Closed: 1'],
+    'Universal Bridge': ['"SUCCESS"'],
+    'Image Upload': ['Image selected successfully!'],
+    'Log Event': ['Event logged successfully'],
+    'Trigger Login UI': ['Login successful: true'],
+    'E Sim': ['Esim supported is not available'],
+}
+SHOWN = dict([((setup, page), texts) for setup, table in [('allowed-at-prompts', ALLOWED_SHOWN), ('granted', ALLOWED_SHOWN), ('denied-at-prompts', DENIED_SHOWN),
+                                                          ('no-profile', NO_PROFILE_SHOWN), ('reference-host', NO_PROFILE_SHOWN)]
+              for page, texts in table.items()])
 # The sample's pages, as its drawer names them.
 PAGES = ['Home', 'Local Storage', 'Fetch Unique ID', 'Device Location', 'Access token', 'User Details', 'Message', 'Window Actions',
          'URI Schemes', 'Event Listener', 'Media', 'Share', 'Ads', 'Camera', 'File Download', 'File Upload', "GIF's & WebP", 'SecureStorage',
