@@ -40,9 +40,6 @@ struct AppTargetArguments: ParsableArguments {
         AppTarget(appId: appId, versionId: versionId, previewCode: previewCode)
     }
 
-    func resolve(_ configuration: MiniAppConfiguration, options: some CommandOptions) async throws -> (appId: String, versionId: String?, configuration: MiniAppConfiguration) {
-        try await values.resolve(configuration, options: options)
-    }
 }
 
 /// ``AppTargetArguments`` as plain values (what ``QuickCommandLine`` reads without ArgumentParser).
@@ -61,19 +58,24 @@ struct AppTarget: Equatable, Sendable {
         if previewCode != nil && versionId != nil { throw ValidationError("--version and --preview-code cannot be used together: the code names the version") }
     }
 
-    /// The app and version to work on, and the configuration to work with: a preview code is resolved
-    /// by the platform, and its version is then worked on in preview mode (an unpublished version is
-    /// only reachable there), with the same checks as any other.
-    func resolve(_ configuration: MiniAppConfiguration, options: some CommandOptions) async throws -> (appId: String, versionId: String?, configuration: MiniAppConfiguration) {
-        guard let previewCode else { return (appId!, versionId, configuration) }
+    /// The configuration to work with: a preview code's version is worked on in preview mode (an
+    /// unpublished version is only reachable there), with the same checks as any other.
+    func configuration(_ configuration: MiniAppConfiguration) throws -> MiniAppConfiguration {
+        guard previewCode != nil else { return configuration }
         guard !configuration.offline else { throw ValidationError("--preview-code needs the platform to resolve it: drop --offline") }
         var preview = configuration
         preview.preview = true
-        let code = try await options.withPlatform(preview) { try await $0.previewCode(token: previewCode) }
-        let resolved = code.miniapp
+        return preview
+    }
+
+    /// The app and version to work on, asked in the command's runtime (made with ``configuration(_:)``):
+    /// a preview code is resolved by the platform.
+    func ids(in runtime: MiniAppRuntime) async throws -> (appId: String, versionId: String?) {
+        guard let previewCode else { return (appId!, versionId) }
+        let resolved = try await runtime.platform().previewCode(token: previewCode).miniapp
         if let appId, appId != resolved.id {
             throw ValidationError("preview code \(previewCode) names app \(resolved.id), not \(appId)")
         }
-        return (resolved.id, resolved.version.versionId, preview)
+        return (resolved.id, resolved.version.versionId)
     }
 }

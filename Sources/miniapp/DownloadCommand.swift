@@ -49,8 +49,8 @@ struct DownloadCommand: AsyncParsableCommand {
     /// One app's download, from plain values: what `run()` does for one id, and what ``QuickCommandLine``
     /// runs (with the executor `main` started early).
     static func download(_ target: AppTarget, force: Bool, options: CommandSettings, executor: BlockingExecutor? = nil) async throws {
-        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .installing), options: options)
-        let outcome = try await options.withInstaller(configuration, needsPlatform: true, executor: executor) { installer in
+        let configuration = try target.configuration(try options.configuration(reading: .installing))
+        let outcome = try await options.withInstaller(for: target, configuration, executor: executor) { installer, appId, versionId in
             try await installer.download(appId: appId, versionId: versionId, force: force, progress: options.progressBar(for: appId))
         }
         try options.render(outcome, verb: "downloaded")

@@ -145,6 +145,19 @@ extension CommandOptions {
         }
     }
 
+    /// Runs `body` with the runtime's installer for `configuration` (made with `target.configuration`)
+    /// and the app and version `target` names, a preview code resolved in the same runtime.
+    func withInstaller<Result: Sendable>(
+        for target: AppTarget, _ configuration: MiniAppConfiguration, executor: BlockingExecutor? = nil,
+        _ body: (BundleInstaller, _ appId: String, _ versionId: String?) async throws -> Result
+    ) async throws -> Result {
+        try await withRuntime(configuration, executor: executor) { runtime in
+            if !configuration.offline, configuration.platform == nil { throw ConfigurationError.missingPlatform }
+            let (appId, versionId) = try await target.ids(in: runtime)
+            return try await body(try runtime.installer(), appId, versionId)
+        }
+    }
+
     /// Runs `body` with the runtime's permission store for `configuration`.
     func withPermissionStore<Result: Sendable>(_ configuration: MiniAppConfiguration, _ body: (PermissionStore) async throws -> Result) async throws -> Result {
         try await withRuntime(configuration) { try await body(try await $0.permissionStore()) }

@@ -20,8 +20,9 @@ struct InfoCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .platformAccess), options: options)
+        let configuration = try target.values.configuration(try options.configuration(reading: .platformAccess))
         let (record, found) = try await options.withRuntime(configuration) { runtime -> (AppRecord, (cache: BundleCache, record: InstallRecord)?) in
+            let (appId, versionId) = try await target.values.ids(in: runtime)
             let cache = runtime.cache
             if configuration.offline {
                 guard let cached = cache.lookup(appId: appId, versionId: versionId) else {

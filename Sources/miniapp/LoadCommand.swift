@@ -21,8 +21,8 @@ struct LoadCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .all), options: options)
-        let outcome = try await options.withInstaller(configuration, needsPlatform: true) { installer in
+        let configuration = try target.values.configuration(try options.configuration(reading: .all))
+        let outcome = try await options.withInstaller(for: target.values, configuration) { installer, appId, versionId in
             try await installer.load(appId: appId, versionId: versionId, progress: options.progressBar(for: appId))
         }
         try options.render(outcome, verb: "downloaded")

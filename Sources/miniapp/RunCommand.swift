@@ -31,9 +31,10 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let profile = try hosting.profile()
-        let (appId, versionId, configuration) = try await target.resolve(try options.configuration(reading: .all), options: options)
+        let configuration = try target.values.configuration(try options.configuration(reading: .all))
         try await options.withRuntime(configuration) { runtime in
             if !configuration.offline, configuration.platform == nil { throw ConfigurationError.missingPlatform }
+            let (appId, versionId) = try await target.values.ids(in: runtime)
             let installer = try runtime.installer()
             let record: InstallRecord
             do {
