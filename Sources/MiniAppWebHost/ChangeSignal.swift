@@ -8,7 +8,9 @@ final class ChangeSignal: Sendable {
     private struct State {
         var generation = 0
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        /// Waits whose time was up (or whose task was cancelled) before they were registered.
+        /// Waits under way, and those of them whose time was up (or whose task was cancelled) before
+        /// they were registered.
+        var active: Set<Int> = []
         var expired: Set<Int> = []
         var nextWaiter = 0
     }
@@ -17,6 +19,10 @@ final class ChangeSignal: Sendable {
 
     /// How many changes were signalled so far.
     var generation: Int { state.withLock { $0.generation } }
+
+    /// What the signal holds of waits: those under way, registered, or expired before registering;
+    /// nothing once every wait has returned, however it ended.
+    var heldWaits: Int { state.withLock { $0.active.count + $0.waiters.count + $0.expired.count } }
 
     /// Records a change and wakes every waiting poll.
     func signal() {
@@ -33,10 +39,11 @@ final class ChangeSignal: Sendable {
     func wait(after generation: Int, for duration: Duration) async {
         let id = state.withLock { state in
             state.nextWaiter += 1
+            state.active.insert(state.nextWaiter)
             return state.nextWaiter
         }
         let timer = Task { [weak self] in
-            try? await Task.sleep(for: duration)
+            do { try await Task.sleep(for: duration) } catch { return }
             self?.expire(id)
         }
         defer { timer.cancel() }
@@ -52,13 +59,16 @@ final class ChangeSignal: Sendable {
         } onCancel: {
             expire(id)
         }
-        state.withLock { _ = $0.expired.remove(id) }
+        state.withLock { state in
+            state.active.remove(id)
+            state.expired.remove(id)
+        }
     }
 
     private func expire(_ id: Int) {
         let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
             guard let waiter = state.waiters.removeValue(forKey: id) else {
-                state.expired.insert(id)
+                if state.active.contains(id) { state.expired.insert(id) }
                 return nil
             }
             return waiter

@@ -33,6 +33,19 @@ import Testing
         await waiting.value
     }
 
+    @Test func waitsLeaveNothingBehindHoweverTheyEnd() async {
+        let signal = ChangeSignal()
+        for round in 0..<200 {
+            let generation = signal.generation
+            let waiting = Task { await signal.wait(after: generation, for: .milliseconds(round % 3 == 0 ? 1 : 600_000)) }
+            if round % 3 == 1 { signal.signal() } else if round % 3 == 2 { waiting.cancel() }
+            await waiting.value
+        }
+        // A wait's timer that was already past its sleep when the wait ended must not leave its mark.
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(signal.heldWaits == 0)
+    }
+
     @Test func theHostPagesNoticesAndAnAppsEventsWakeTheirPolls() async {
         let board = HostBoard()
         let (start, _) = await board.notices(after: 0, wait: .seconds(1))
