@@ -133,14 +133,8 @@ struct DevelopmentReading: Sendable {
             manifest = .failure(.malformed(source: source, reason: "it cannot be read: \(String(cString: strerror(code)))"))
         case .contents(let contents):
             bytes = contents
-            do {
-                let decoded = try JSONDecoder().decode(BundleManifest.self, from: Data(contents))
-                manifest = .success(ManifestLocalizer(bundleDirectory: folder, language: language).localize(decoded))
-            } catch let error as DecodingError {
-                manifest = .failure(.malformed(source: source, reason: BundleManifest.explain(error)))
-            } catch {
-                manifest = .failure(.malformed(source: source, reason: "it is not JSON"))
-            }
+            manifest = Result { () throws(ManifestError) in try BundleManifest.decode(contents, source: source) }
+                .map { ManifestLocalizer(bundleDirectory: folder, language: language).localize($0) }
         }
         problems = ManifestCheck.problems(ofFolder: folder)
     }

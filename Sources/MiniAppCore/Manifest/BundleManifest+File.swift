@@ -5,12 +5,17 @@ extension BundleManifest {
     public static func read(bundleDirectory: String) throws(ManifestError) -> BundleManifest {
         let path = bundleDirectory + "/manifest.json"
         guard let data = FileManager.default.contents(atPath: path) else { return BundleManifest() }
+        return try decode(Array(data), source: "the bundle's manifest.json")
+    }
+
+    /// The manifest in `bytes`; a malformed one is a ``ManifestError`` naming `source` and what is wrong.
+    package static func decode(_ bytes: [UInt8], source: String) throws(ManifestError) -> BundleManifest {
         do {
-            return try JSONDecoder().decode(BundleManifest.self, from: data)
+            return try JSONDecoder().decode(BundleManifest.self, from: Data(bytes))
         } catch let error as DecodingError {
-            throw .malformed(source: "the bundle's manifest.json", reason: Self.explain(error))
+            throw .malformed(source: source, reason: explain(error))
         } catch {
-            throw .malformed(source: "the bundle's manifest.json", reason: "it is not JSON")
+            throw .malformed(source: source, reason: "it is not JSON")
         }
     }
 
