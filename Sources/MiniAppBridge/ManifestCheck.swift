@@ -105,7 +105,7 @@ public enum ManifestCheck {
             return problems
         case .contents(let bytes):
             problems += Self.problems(inManifest: bytes)
-            guard let manifest = try? JSONDecoder().decode(BundleManifest.self, from: Data(bytes)) else { return problems }
+            guard let manifest = try? BundleManifest.decode(bytes, source: "manifest.json") else { return problems }
             let wanted = manifest.reqPermissions.compactMap { KnownPermission(rawValue: PermissionName.full($0.name)) }
             guard !wanted.isEmpty else { return problems }
             let scripts = ScriptText(folder: folder)
