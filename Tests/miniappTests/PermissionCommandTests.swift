@@ -47,6 +47,21 @@ import Testing
         #expect(try await run(["load", "hello", "--offline"]).status == 0, "the store's owner still launches the app")
     }
 
+    /// The manifest is read before the store is changed: a grant, a denial or an import whose app the
+    /// platform does not know fails and decides nothing.
+    @Test func aDecisionWhoseManifestCannotBeReadChangesNothing() async throws {
+        try await publish("1", required: ["rakuten.miniapp.user.USER_NAME"])
+        #expect(try await run(["permissions", "grant", "hello", "USER_NAME"]).status == 0)
+        let before = try await run(["permissions", "export", "--format", "store"])
+        #expect(before.status == 0)
+        let pairs = work + "/pairs.json"
+        try Data(#"{"miniAppId": "ghost", "pairValues": [{"first": "rakuten.miniapp.user.USER_NAME", "second": "ALLOWED"}]}"#.utf8).write(to: URL(fileURLWithPath: pairs))
+        for arguments in [["permissions", "grant", "ghost", "USER_NAME"], ["permissions", "deny", "ghost", "USER_NAME"], ["permissions", "import", "ghost", pairs]] {
+            expectFailure(try await run(arguments), status: 66, mentioning: "ghost")
+        }
+        #expect(try await run(["permissions", "export", "--format", "store"]).stdout == before.stdout, "a failed command decided something")
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func theLaunchGateOpensAndClosesAsVersionsChange(backend: StoreBackend) async throws {
         let store = try await backend.environment()
