@@ -44,10 +44,14 @@ public struct RegistryPublisher: Sendable {
     public let registry: Registry
     /// The checks a bundle must pass: the same as an install.
     public var limits: ExtractionLimits
+    /// Where the publisher's disk work (zipping, checking, hashing, writing) runs, and where it waits
+    /// for another publisher's lock.
+    public let executor: BlockingExecutor
 
-    /// A publisher into `registry`.
-    public init(registry: Registry, limits: ExtractionLimits = ExtractionLimits()) {
+    /// A publisher into `registry`, doing its disk work on `executor`.
+    public init(registry: Registry, executor: BlockingExecutor, limits: ExtractionLimits = ExtractionLimits()) {
         self.registry = registry
+        self.executor = executor
         self.limits = limits
     }
 
@@ -60,11 +64,32 @@ public struct RegistryPublisher: Sendable {
               request.versionTag.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {
             throw RegistryError.invalidVersionTag(request.versionTag)
         }
-        try prepareRegistry()
         let staging = registry.root + "/.staging/" + UUID().uuidString
-        try make(staging)
-        defer { try? FileManager.default.removeItem(atPath: staging) }
+        do {
+            let result = try await publish(request, versionId: versionId, staging: staging)
+            try? await executor.runToCompletion { try FileManager.default.removeItem(atPath: staging) }
+            return result
+        } catch {
+            try? await executor.runToCompletion { try FileManager.default.removeItem(atPath: staging) }
+            throw error
+        }
+    }
 
+    /// Stages the version in `staging` and, holding the registry's lock, adds it.
+    private func publish(_ request: PublishRequest, versionId: String, staging: String) async throws -> PublishResult {
+        let entry = try await executor.run { try stage(request, versionId: versionId, in: staging) }
+        let lock = try await FileLock.acquire(registry.root + "/.lock", timeout: .seconds(60), executor: executor) {
+            CacheError.busy(appId: request.appId, versionId: versionId, waitedSeconds: 60)
+        }
+        return try await executor.run {
+            try withExtendedLifetime(lock) { try add(entry, of: request, from: staging + "/version") }
+        }
+    }
+
+    /// Zips (or copies), checks, hashes and signs the bundle into `staging/version`; returns its entry.
+    private func stage(_ request: PublishRequest, versionId: String, in staging: String) throws -> RegistryVersion {
+        try prepareRegistry()
+        try make(staging)
         let version = staging + "/version"
         try make(version)
         let zip = version + "/bundle.zip"
@@ -73,18 +98,20 @@ public struct RegistryPublisher: Sendable {
 
         let hashed = try FileHashing.bundle(at: zip)
         let signature = try BundleSignature.sign(versionId: versionId, sha256: hashed.digest, with: request.key)
-        let keyId = request.key.publicKey.keyId
         let entry = RegistryVersion(
             versionId: versionId, versionTag: request.versionTag, preview: request.preview, publishedAt: Date(),
-            publicKeyId: keyId, signature: signature, sha256: hashed.digest.hexString, sizeBytes: hashed.size
+            publicKeyId: request.key.publicKey.keyId, signature: signature, sha256: hashed.digest.hexString, sizeBytes: hashed.size
         )
         try write(entry, to: version + "/version.json")
         try sync(staging)
+        return entry
+    }
 
-        let lock = try await FileLock.acquire(registry.root + "/.lock", timeout: .seconds(60)) {
-            CacheError.busy(appId: request.appId, versionId: versionId, waitedSeconds: 60)
-        }
-        defer { withExtendedLifetime(lock) {} }
+    /// Moves the staged `version` folder into the registry with its key, app and preview code (the
+    /// caller holds the registry's lock).
+    private func add(_ entry: RegistryVersion, of request: PublishRequest, from version: String) throws -> PublishResult {
+        let versionId = entry.versionId
+        let keyId = entry.publicKeyId
         let target = registry.versionDirectory(request.appId, versionId)
         if FileManager.default.fileExists(atPath: target) { throw RegistryError.versionExists(appId: request.appId, versionId: versionId) }
         let keyPath = registry.root + "/keys/" + keyId + ".json"

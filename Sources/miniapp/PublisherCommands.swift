@@ -179,11 +179,20 @@ struct PublishCommand: AsyncParsableCommand {
         if let versionId { try Identifier.validate(versionId, as: .version) }
         let signingKey = try readSigningKey(key)
         let limits = try ConfigurationLoader().load(reading: .limits).extraction
-        let publisher = RegistryPublisher(registry: Registry(root: KeyFiles.absolute(registry)), limits: limits)
-        let result = try await publisher.publish(PublishRequest(
-            source: source, appId: appId, versionTag: versionTag, versionId: versionId,
-            displayName: displayName, preview: preview, key: signingKey
-        ))
+        // The publisher's own executor: `publish` installs nothing, so it needs no runtime.
+        let executor = BlockingExecutor()
+        let publisher = RegistryPublisher(registry: Registry(root: KeyFiles.absolute(registry)), executor: executor, limits: limits)
+        let result: PublishResult
+        do {
+            result = try await publisher.publish(PublishRequest(
+                source: source, appId: appId, versionTag: versionTag, versionId: versionId,
+                displayName: displayName, preview: preview, key: signingKey
+            ))
+        } catch {
+            await executor.shutdown()
+            throw error
+        }
+        await executor.shutdown()
         if output.json {
             try Console.json(result)
             return

@@ -961,7 +961,7 @@ func withInstaller<Result: Sendable>(
     @Test func severalAppsDownloadWithBoundedParallelismAndIndependentFailures() async throws {
         let root = try TemporaryDirectory.make().path
         let key = try SigningKey.generate()
-        let publisher = RegistryPublisher(registry: Registry(root: root + "/registry"))
+        let publisher = RegistryPublisher(registry: Registry(root: root + "/registry"), executor: testExecutor)
         let folder = try BundleFactory.folder(BundleFactory.helloFiles)
         for index in 0..<5 {
             _ = try await publisher.publish(PublishRequest(source: folder, appId: "app-\(index)", versionTag: "1.0", key: key))
@@ -992,10 +992,10 @@ func withInstaller<Result: Sendable>(
     @Test func aLockFileExistsOnlyWhileItsLockIsHeld() async throws {
         let path = try TemporaryDirectory.make().path + "/locks/v.lock"
         let busy: @Sendable () -> CacheError = { .busy(appId: "a", versionId: "v", waitedSeconds: 5) }
-        var first: FileLock? = try await FileLock.acquire(path, timeout: .seconds(5), onTimeout: busy)
+        var first: FileLock? = try await FileLock.acquire(path, timeout: .seconds(5), executor: testExecutor, onTimeout: busy)
         #expect(access(path, F_OK) == 0)
         let waiter = Task { () async throws -> Bool in
-            let second = try await FileLock.acquire(path, timeout: .seconds(5), onTimeout: busy)
+            let second = try await FileLock.acquire(path, timeout: .seconds(5), executor: testExecutor, onTimeout: busy)
             // The waiter opened the file the first holder deleted; it must hold the lock on the file the
             // path names now, so that a third comer waits for it.
             let named = access(path, F_OK) == 0

@@ -15,6 +15,8 @@ internal import CMiniAppSystem
 ///   ``startThreadWhenFree(name:lowestPriority:_:)``, ``runOnOwnThread(name:_:)``), for work that holds
 ///   its thread for as long as a download or a stream lasts and so must not hold one of the pool's;
 ///   past that bound a caller waits for one to end, or its work runs on the pool;
+/// - one thread that watches lock files while a lock held by another process is waited for
+///   (`LockWatcher`);
 /// - fork-join parts (``forkJoin(_:name:_:)``), joined before the call returns, for the CPU-bound
 ///   loops whose speed needs every core at once (extraction, the cache's quick check, the app list).
 public final class BlockingExecutor: Sendable {
@@ -24,6 +26,8 @@ public final class BlockingExecutor: Sendable {
     public let maxOwnThreads: Int
     private let state = Mutex(State.idle)
     private let ownThreads = Mutex(OwnThreads())
+    /// Waits for file locks that other processes hold (one thread of its own while anyone waits).
+    package let locks = LockWatcher()
 
     /// The threads of their own running, and the callers waiting for one of them to end.
     private struct OwnThreads {
@@ -215,7 +219,7 @@ public final class BlockingExecutor: Sendable {
         return result
     }
 
-    private static func start(_ part: Part, detached: Bool) -> pthread_t? {
+    static func start(_ part: Part, detached: Bool) -> pthread_t? {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
@@ -234,7 +238,7 @@ public final class BlockingExecutor: Sendable {
         return thread
     }
 
-    private final class Part {
+    final class Part {
         let number: Int
         let name: String
         let body: @Sendable (Int) -> Void

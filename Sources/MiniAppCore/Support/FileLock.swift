@@ -23,32 +23,29 @@ package final class FileLock: Sendable {
     }
 
     /// Takes the lock at `path`, creating the file (and its folder) if needed, or throws `onTimeout()`
-    /// once `timeout` passes.
-    package static func acquire(_ path: String, timeout: Duration, onTimeout: @Sendable () -> CacheError) async throws -> FileLock {
+    /// once `timeout` passes. While another process holds it, the wait is suspended on `executor`'s lock
+    /// watcher: no thread is held and nothing polls.
+    package static func acquire(
+        _ path: String, timeout: Duration, executor: BlockingExecutor, onTimeout: @Sendable () -> CacheError
+    ) async throws -> FileLock {
         let deadline = ContinuousClock.now + timeout
-        var pause = Duration.milliseconds(5)
         while true {
             let descriptor = try openLockFile(path)
-            while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-                guard errno == EWOULDBLOCK || errno == EINTR else {
-                    let error = CacheError.system(path)
-                    close(descriptor)
-                    throw error
-                }
-                guard ContinuousClock.now < deadline else {
-                    close(descriptor)
-                    throw onTimeout()
-                }
-                do {
-                    try await Task.sleep(for: pause)
-                } catch {
-                    close(descriptor)
-                    throw error
-                }
-                pause = min(pause * 2, .milliseconds(100))
+            switch await executor.locks.lockExclusively(descriptor, until: deadline) {
+            case .acquired:
+                if stillNamed(path, descriptor) { return FileLock(descriptor: descriptor, path: path) }
+                // Its holder deleted the file as it let go: the lock that counts is on the new one.
+                close(descriptor)
+            case .timedOut:
+                close(descriptor)
+                throw onTimeout()
+            case .cancelled:
+                close(descriptor)
+                throw CancellationError()
+            case .failed(let number):
+                close(descriptor)
+                throw CacheError.system(path, errorNumber: number)
             }
-            if stillNamed(path, descriptor) { return FileLock(descriptor: descriptor, path: path) }
-            close(descriptor)
         }
     }
 

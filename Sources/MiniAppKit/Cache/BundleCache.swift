@@ -299,7 +299,7 @@ public struct BundleCache: Sendable {
     func lock(appId: String, versionId: String) async throws -> FileLock {
         try Self.requireRealDirectory(locksDirectory)
         let seconds = Int(lockTimeout.components.seconds)
-        return try await FileLock.acquire(lockPath(appId: appId, versionId: versionId), timeout: lockTimeout) {
+        return try await FileLock.acquire(lockPath(appId: appId, versionId: versionId), timeout: lockTimeout, executor: executor) {
             CacheError.busy(appId: appId, versionId: versionId, waitedSeconds: seconds)
         }
     }

@@ -1,0 +1,238 @@
+import Glibc
+import Synchronization
+internal import CMiniAppSystem
+
+/// Waits for `flock`s that other processes hold, without polling and without holding a thread per wait.
+///
+/// A lock's release makes no event of its own, but its holder lets go by closing the file (or by dying,
+/// which closes it), and inotify reports that close. So a waiter's file is watched (through
+/// `/proc/self/fd`, which names exactly the open file) before its lock is tried once more, so that no
+/// release between the two is missed; then the waiter is suspended. One thread of the executor's, started
+/// while anyone waits, reads the events, tries each woken waiter's lock with `LOCK_NB`, and ends the
+/// waits whose deadline has passed.
+///
+/// When a holder dies, the kernel reports the close just before it drops the dead holder's lock, so a
+/// waiter woken by a close that still finds the lock taken looks again a few times shortly after (1 ms,
+/// doubling, for about 60 ms), then waits for the next event. Where inotify cannot be had (the user's
+/// instances are used up, no `/proc`), a waiter looks every 50 ms instead.
+package final class LockWatcher: Sendable {
+    package enum Outcome: Sendable, Equatable {
+        case acquired
+        case timedOut
+        case cancelled
+        /// `flock` failed for a reason other than another holder: its `errno`.
+        case failed(Int32)
+    }
+
+    private struct Waiter {
+        let descriptor: Int32
+        /// The inotify watch of its file, -1 when it has none.
+        let watch: Int32
+        let deadline: ContinuousClock.Instant
+        /// When to look again without an event: after a close that did not free the lock, or always
+        /// for a waiter without a watch.
+        var nextLook: ContinuousClock.Instant?
+        var pause: Duration = .zero
+        let continuation: CheckedContinuation<Outcome, Never>
+    }
+
+    private struct State {
+        /// The inotify descriptor and the eventfd that wakes the thread, made at the first wait.
+        var notify: Int32 = -1
+        var wake: Int32 = -1
+        var waiters: [UInt64: Waiter] = [:]
+        /// How many waiters use each watch (one per file: inotify gives the same watch for one inode).
+        var watchUsers: [Int32: Int] = [:]
+        var cancelledEarly: Set<UInt64> = []
+        var nextID: UInt64 = 0
+        var threadRunning = false
+    }
+
+    private let state = Mutex(State())
+    private static let events = UInt32(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_ATTRIB)
+    private static let unwatchedPause = Duration.milliseconds(50)
+    private static let firstSettle = Duration.milliseconds(1)
+    private static let lastSettle = Duration.milliseconds(32)
+
+    init() {}
+
+    deinit {
+        state.withLock { state in
+            if state.notify >= 0 { close(state.notify) }
+            if state.wake >= 0 { close(state.wake) }
+        }
+    }
+
+    /// Takes an exclusive `flock` on `descriptor`, waiting (suspended) until it is free, `deadline`
+    /// passes or the task is cancelled. The descriptor must stay open until this returns.
+    package func lockExclusively(_ descriptor: Int32, until deadline: ContinuousClock.Instant) async -> Outcome {
+        if let outcome = Self.tryLock(descriptor) { return outcome }
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                register(id: id, descriptor: descriptor, deadline: deadline, continuation: continuation)
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> Waiter? in
+                guard let waiter = state.waiters.removeValue(forKey: id) else {
+                    state.cancelledEarly.insert(id)
+                    return nil
+                }
+                Self.release(waiter.watch, in: &state)
+                return waiter
+            }
+            waiter?.continuation.resume(returning: .cancelled)
+        }
+    }
+
+    /// `acquired`, `failed`, or `nil` when another holder has the lock.
+    private static func tryLock(_ descriptor: Int32) -> Outcome? {
+        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return .acquired }
+        return errno == EWOULDBLOCK || errno == EINTR ? nil : .failed(errno)
+    }
+
+    private func register(id: UInt64, descriptor: Int32, deadline: ContinuousClock.Instant, continuation: CheckedContinuation<Outcome, Never>) {
+        enum Next { case answered(Outcome), waiting(startThread: Bool) }
+        let next = state.withLock { state -> Next in
+            if state.cancelledEarly.remove(id) != nil { return .answered(.cancelled) }
+            if state.wake < 0 { state.wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) }
+            if state.notify < 0 { state.notify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }
+            var watch: Int32 = -1
+            if state.notify >= 0, state.wake >= 0 {
+                watch = inotify_add_watch(state.notify, "/proc/self/fd/\(descriptor)", Self.events)
+                if watch >= 0 { state.watchUsers[watch, default: 0] += 1 }
+            }
+            // The watch is in place: a release from now on wakes the thread, one before it shows here.
+            if let outcome = Self.tryLock(descriptor) {
+                Self.release(watch, in: &state)
+                return .answered(outcome)
+            }
+            state.waiters[id] = Waiter(
+                descriptor: descriptor, watch: watch, deadline: deadline,
+                nextLook: watch < 0 ? .now + Self.unwatchedPause : nil, continuation: continuation
+            )
+            if state.threadRunning {
+                Self.signal(state.wake)
+                return .waiting(startThread: false)
+            }
+            state.threadRunning = true
+            return .waiting(startThread: true)
+        }
+        switch next {
+        case .answered(let outcome):
+            continuation.resume(returning: outcome)
+        case .waiting(startThread: false):
+            break
+        case .waiting(startThread: true):
+            if BlockingExecutor.start(BlockingExecutor.Part(number: 0, name: "miniapp.locks", body: { [self] _ in watch() }), detached: true) == nil {
+                // No thread to be had: every wait ends now, as a failed lock would.
+                for continuation in endAll() { continuation.resume(returning: .failed(EAGAIN)) }
+            }
+        }
+    }
+
+    private func endAll() -> [CheckedContinuation<Outcome, Never>] {
+        state.withLock { state in
+            let waiters = state.waiters.values
+            for waiter in waiters { Self.release(waiter.watch, in: &state) }
+            state.waiters = [:]
+            state.threadRunning = false
+            return waiters.map(\.continuation)
+        }
+    }
+
+    private static func release(_ watch: Int32, in state: inout State) {
+        guard watch >= 0, let users = state.watchUsers[watch] else { return }
+        if users > 1 {
+            state.watchUsers[watch] = users - 1
+        } else {
+            state.watchUsers[watch] = nil
+            inotify_rm_watch(state.notify, watch)
+        }
+    }
+
+    private static func signal(_ descriptor: Int32) {
+        var one: UInt64 = 1
+        _ = write(descriptor, &one, 8)
+    }
+
+    /// The thread's loop: runs while anyone waits.
+    private func watch() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let next = state.withLock { state -> (notify: Int32, wake: Int32, milliseconds: Int32)? in
+                guard !state.waiters.isEmpty else {
+                    state.threadRunning = false
+                    return nil
+                }
+                let soonest = state.waiters.values.map { min($0.deadline, $0.nextLook ?? $0.deadline) }.min()!
+                let left = soonest - .now
+                let milliseconds = left <= .zero ? 0 : Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+                return (state.notify, state.wake, milliseconds)
+            }
+            guard let next else { return }
+            var descriptors = [pollfd(fd: next.notify, events: Int16(POLLIN), revents: 0), pollfd(fd: next.wake, events: Int16(POLLIN), revents: 0)]
+            _ = poll(&descriptors, 2, next.milliseconds)
+            var woken: Set<Int32> = []
+            var closed: Set<Int32> = []
+            var overflow = false
+            while next.notify >= 0 {
+                let count = buffer.withUnsafeMutableBytes { read(next.notify, $0.baseAddress, $0.count) }
+                guard count > 0 else { break }
+                buffer.withUnsafeBytes { bytes in
+                    var offset = 0
+                    while offset + 16 <= count {
+                        let watch = bytes.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+                        let mask = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                        let nameLength = Int(bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                        offset += 16 + nameLength
+                        if mask & UInt32(IN_Q_OVERFLOW) != 0 { overflow = true }
+                        // A watched folder (the permission store's lock) reports its files' events too,
+                        // with their names: only its own count.
+                        guard nameLength == 0 else { continue }
+                        woken.insert(watch)
+                        if mask & UInt32(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) != 0 { closed.insert(watch) }
+                    }
+                }
+            }
+            var drained: UInt64 = 0
+            if next.wake >= 0 { _ = read(next.wake, &drained, 8) }
+            let ended = state.withLock { state -> [(CheckedContinuation<Outcome, Never>, Outcome)] in
+                let now = ContinuousClock.now
+                var ended: [(CheckedContinuation<Outcome, Never>, Outcome)] = []
+                for (id, var waiter) in state.waiters {
+                    let looking = waiter.nextLook.map { $0 <= now } ?? false
+                    if overflow || woken.contains(waiter.watch) || looking {
+                        if let outcome = Self.tryLock(waiter.descriptor) {
+                            ended.append((waiter.continuation, outcome))
+                            state.waiters[id] = nil
+                            Self.release(waiter.watch, in: &state)
+                            continue
+                        }
+                        if waiter.watch < 0 {
+                            waiter.nextLook = now + Self.unwatchedPause
+                        } else if closed.contains(waiter.watch) || overflow {
+                            waiter.pause = Self.firstSettle
+                            waiter.nextLook = now + waiter.pause
+                        } else if looking {
+                            waiter.pause *= 2
+                            waiter.nextLook = waiter.pause <= Self.lastSettle ? now + waiter.pause : nil
+                        }
+                    }
+                    if waiter.deadline <= now {
+                        ended.append((waiter.continuation, .timedOut))
+                        state.waiters[id] = nil
+                        Self.release(waiter.watch, in: &state)
+                        continue
+                    }
+                    state.waiters[id] = waiter
+                }
+                return ended
+            }
+            for (continuation, outcome) in ended { continuation.resume(returning: outcome) }
+        }
+    }
+}

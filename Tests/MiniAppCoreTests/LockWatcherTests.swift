@@ -1,0 +1,135 @@
+import Foundation
+import MiniAppTestSupport
+import Synchronization
+import Testing
+
+@testable import MiniAppCore
+
+/// The lock watcher against real holders: util-linux's `flock` in another process, which lets go by
+/// exiting or by being killed, never by an explicit unlock.
+struct LockWatcherTests {
+    /// Starts `flock` holding an exclusive lock on `path` while `seconds` of `sleep` run (the lock's
+    /// descriptor is closed in the child, so only `flock` itself holds it); returns once it holds it.
+    private func holder(_ path: String, seconds: Int) async throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        process.arguments = ["--exclusive", "--close", path, "sleep", String(seconds)]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        await offPool {
+            let probe = open(path, O_RDONLY | O_CLOEXEC)
+            defer { close(probe) }
+            // Until the holder has it, a lock try of ours succeeds: give it back and look again.
+            while probe < 0 || flock(probe, LOCK_EX | LOCK_NB) == 0 {
+                if probe >= 0 { flock(probe, LOCK_UN) }
+                usleep(2_000)
+            }
+        }
+        return process
+    }
+
+    /// Whether `process` has ended (Foundation's `isRunning` changes only once it is reaped).
+    private static func hasEnded(_ process: Process) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+              let end = stat.lastIndex(of: ")") else { return true }
+        return stat[stat.index(end, offsetBy: 2)] == "Z"
+    }
+
+    private func lockFile() throws -> String {
+        let path = try TemporaryDirectory.make().path + "/held.lock"
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        return path
+    }
+
+    @Test func aLockIsTakenWhenItsHolderExits() async throws {
+        let path = try lockFile()
+        let process = try await holder(path, seconds: 1)
+        let executor = BlockingExecutor()
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        defer { close(descriptor) }
+        #expect(await executor.locks.lockExclusively(descriptor, until: .now + .seconds(30)) == .acquired)
+        #expect(Self.hasEnded(process), "the lock was taken while its holder still ran")
+        await executor.shutdown()
+    }
+
+    @Test func aLockIsTakenWhenItsHolderIsKilled() async throws {
+        let path = try lockFile()
+        let process = try await holder(path, seconds: 60)
+        let executor = BlockingExecutor()
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        defer { close(descriptor) }
+        let waiter = Task { await executor.locks.lockExclusively(descriptor, until: .now + .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(100))
+        kill(process.processIdentifier, SIGKILL)
+        #expect(await waiter.value == .acquired)
+        await executor.shutdown()
+    }
+
+    @Test func aLockOnAFolderIsTakenWhenItsHolderExits() async throws {
+        let folder = try TemporaryDirectory.make().path
+        let process = try await holder(folder, seconds: 1)
+        let executor = BlockingExecutor()
+        let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { close(descriptor) }
+        // Files coming and going in the folder wake nobody for good: the lock is still held.
+        let waiter = Task { await executor.locks.lockExclusively(descriptor, until: .now + .seconds(30)) }
+        for name in 0..<20 { _ = FileManager.default.createFile(atPath: folder + "/\(name)", contents: Data([1])) }
+        #expect(await waiter.value == .acquired)
+        #expect(Self.hasEnded(process), "the lock was taken while its holder still ran")
+        await executor.shutdown()
+    }
+
+    @Test func aWaitEndsAtItsDeadlineOrWhenCancelled() async throws {
+        let path = try lockFile()
+        let process = try await holder(path, seconds: 60)
+        defer { kill(process.processIdentifier, SIGKILL) }
+        let executor = BlockingExecutor()
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        defer { close(descriptor) }
+        #expect(await executor.locks.lockExclusively(descriptor, until: .now + .milliseconds(200)) == .timedOut)
+        let waiter = Task { await executor.locks.lockExclusively(descriptor, until: .now + .seconds(60)) }
+        try await Task.sleep(for: .milliseconds(50))
+        waiter.cancel()
+        #expect(await waiter.value == .cancelled)
+        // A task cancelled before it waits gets the same answer.
+        let early = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await executor.locks.lockExclusively(descriptor, until: .now + .seconds(60))
+        }
+        #expect(await early.value == .cancelled)
+        await executor.shutdown()
+    }
+
+    @Test func waitersInOneProcessTakeTheLockInTurn() async throws {
+        let path = try lockFile()
+        let executor = BlockingExecutor()
+        let first = open(path, O_RDONLY | O_CLOEXEC)
+        #expect(flock(first, LOCK_EX | LOCK_NB) == 0)
+        let turns = Turns()
+        let waiters = (0..<8).map { _ in
+            Task { () -> LockWatcher.Outcome in
+                let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                let outcome = await executor.locks.lockExclusively(descriptor, until: .now + .seconds(30))
+                if turns.holding.add(1, ordering: .relaxed).newValue > 1 { turns.overlapped.store(true, ordering: .relaxed) }
+                try? await Task.sleep(for: .milliseconds(5))
+                turns.holding.subtract(1, ordering: .relaxed)
+                // Let go by closing alone, as a killed holder does.
+                close(descriptor)
+                return outcome
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        close(first)
+        for waiter in waiters { #expect(await waiter.value == .acquired) }
+        let twoAtOnce = turns.overlapped.load(ordering: .relaxed)
+        #expect(!twoAtOnce, "two waiters held the lock at once")
+        await executor.shutdown()
+    }
+}
+
+/// How many waiters hold the lock at once, and whether that was ever more than one.
+private final class Turns: Sendable {
+    let holding = Atomic<Int>(0)
+    let overlapped = Atomic<Bool>(false)
+}
