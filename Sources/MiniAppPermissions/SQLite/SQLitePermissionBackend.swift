@@ -28,9 +28,59 @@ final class SQLitePermissionBackend: PermissionBackend {
     /// Opens the store at `path`, creating and migrating it when needed, on `executor`: the open may
     /// wait up to `lockTimeout` for other processes.
     static func open(path: String, lockTimeout: Duration, executor: BlockingExecutor) async throws(PermissionStoreError) -> SQLitePermissionBackend {
-        try await Self.blocking(on: executor, path: path) { () throws(PermissionStoreError) in
-            try SQLitePermissionBackend(path: path, lockTimeout: lockTimeout, executor: executor)
+        let deadline = ContinuousClock.now + lockTimeout
+        let seconds = Double(lockTimeout.components.seconds) + Double(lockTimeout.components.attoseconds) / 1e18
+        let found = try await Self.blocking(on: executor, path: path) { () throws(PermissionStoreError) in
+            try Self.openCurrent(path: path, busySeconds: seconds)
         }
+        let folder: Int32
+        switch found {
+        case .current(let pool):
+            return SQLitePermissionBackend(path: path, database: pool, writable: nil, busySeconds: seconds, executor: executor)
+        case .needsMigrating(let lockable):
+            folder = lockable
+        }
+        // Switching a new file to WAL and creating or migrating its tables race between processes doing
+        // it at once; an exclusive flock on the cache folder (no extra file) serialises that step. It is
+        // waited for suspended, at most `lockTimeout`, and given up before the folder is closed, so that
+        // a waiter woken by the close finds it free.
+        func letGo() {
+            guard folder >= 0 else { return }
+            flock(folder, LOCK_UN)
+            Glibc.close(folder)
+        }
+        if folder >= 0 {
+            switch await executor.locks.lockExclusively(folder, until: deadline) {
+            case .acquired, .failed:
+                // A folder that cannot be locked at all is migrated without the lock, as SQLite's own
+                // locking still keeps the file whole.
+                break
+            case .timedOut:
+                letGo()
+                throw .busy(path: path, waitedSeconds: Int(seconds))
+            case .cancelled:
+                letGo()
+                throw .unavailable(path: path, reason: "its opening was cancelled")
+            }
+        }
+        let migrated: DatabasePool
+        do {
+            migrated = try await Self.blocking(on: executor, path: path) { () throws(PermissionStoreError) in
+                do {
+                    let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: false))
+                    try Self.migrator.migrate(pool)
+                    for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
+                    return pool
+                } catch {
+                    throw Self.storeError(error, path: path)
+                }
+            }
+        } catch {
+            letGo()
+            throw error
+        }
+        letGo()
+        return SQLitePermissionBackend(path: path, database: migrated, writable: migrated, busySeconds: seconds, executor: executor)
     }
 
     /// Runs blocking `body` on `executor` and waits for it.
@@ -46,11 +96,24 @@ final class SQLitePermissionBackend: PermissionBackend {
         return try outcome.get()
     }
 
-    /// Opens the store on the calling thread, which may block up to `lockTimeout`: only ever on the
-    /// executor, from ``open(path:lockTimeout:executor:)``.
-    private init(path: String, lockTimeout: Duration, executor: BlockingExecutor) throws(PermissionStoreError) {
+    private init(path: String, database: DatabasePool, writable: DatabasePool?, busySeconds: Double, executor: BlockingExecutor) {
         self.path = path
+        self.database = database
+        self.writable = Mutex(writable)
+        self.busySeconds = busySeconds
         self.executor = executor
+    }
+
+    /// What the first look at the store found: a store whose schema is current, opened for reading, or
+    /// the cache folder's descriptor (-1 when it cannot be opened) to lock while the store is migrated.
+    private enum Found: Sendable {
+        case current(DatabasePool)
+        case needsMigrating(folder: Int32)
+    }
+
+    /// Checks the store's files and opens it for reading if its schema is current; blocking, so only
+    /// ever on the executor, from ``open(path:lockTimeout:executor:)``.
+    private static func openCurrent(path: String, busySeconds seconds: Double) throws(PermissionStoreError) -> Found {
         let cacheDirectory = (path as NSString).deletingLastPathComponent
         do {
             try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
@@ -70,9 +133,6 @@ final class SQLitePermissionBackend: PermissionBackend {
         var info = stat()
         let existed = fstat(descriptor, &info) == 0 && info.st_size > 0
         Glibc.close(descriptor)
-        let seconds = Double(lockTimeout.components.seconds) + Double(lockTimeout.components.attoseconds) / 1e18
-        busySeconds = seconds
-        let configuration = Self.configuration(busySeconds: seconds, readOnly: false)
         // A store whose schema is current is opened for reading only: no lock of any kind and no write,
         // so that opening never waits for another process's write (WAL lets readers go on beside a
         // writer). Writing connections open at the first write.
@@ -80,37 +140,14 @@ final class SQLitePermissionBackend: PermissionBackend {
             do {
                 let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: true))
                 if try pool.read({ try Self.migrator.hasCompletedMigrations($0) }) {
-                    database = pool
-                    writable = Mutex(nil)
                     for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
-                    return
+                    return .current(pool)
                 }
             } catch {
                 throw Self.storeError(error, path: path)
             }
         }
-        // Switching a new file to WAL and creating or migrating its tables race between processes doing
-        // it at once; an exclusive flock on the cache folder (no extra file) serialises that step,
-        // waited for at most `lockTimeout`.
-        let folder = Glibc.open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        defer { if folder >= 0 { Glibc.close(folder) } }
-        if folder >= 0 {
-            let deadline = ContinuousClock.now + lockTimeout
-            while flock(folder, LOCK_EX | LOCK_NB) != 0 {
-                guard errno == EWOULDBLOCK || errno == EINTR else { break }
-                guard ContinuousClock.now < deadline else { throw .busy(path: path, waitedSeconds: Int(seconds)) }
-                usleep(5_000)
-            }
-        }
-        do {
-            let pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(pool)
-            database = pool
-            writable = Mutex(pool)
-        } catch {
-            throw Self.storeError(error, path: path)
-        }
-        for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
+        return .needsMigrating(folder: Glibc.open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
     }
 
     private static func configuration(busySeconds: Double, readOnly: Bool) -> Configuration {
