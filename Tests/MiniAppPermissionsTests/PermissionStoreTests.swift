@@ -137,6 +137,34 @@ import Testing
         #expect(throws: PermissionStoreError.self) { try PermissionInterchange.parse(Data(text.utf8)) }
     }
 
+    @Test func aNewStoreWaitsForAnotherProcessCreatingItAndIsBusyPastTheLockTimeout() async throws {
+        // Another process holds the cache folder's lock, as one creating the store does: util-linux's
+        // `flock`, which lets go only by exiting.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        holder.arguments = ["--exclusive", "--close", cache, "sleep", "60"]
+        try holder.run()
+        defer { kill(holder.processIdentifier, SIGKILL) }
+        await offPool {
+            let probe = open(cache, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            defer { close(probe) }
+            while flock(probe, LOCK_EX | LOCK_NB) == 0 {
+                flock(probe, LOCK_UN)
+                usleep(2_000)
+            }
+        }
+        let error = await #expect(throws: PermissionStoreError.self) {
+            try await PermissionStore.open(cacheDirectory: cache, executor: testExecutor, lockTimeout: .milliseconds(300))
+        }
+        #expect(error?.category == .busy)
+        let opening = Task { try await PermissionStore.open(cacheDirectory: cache, executor: testExecutor, lockTimeout: .seconds(60)) }
+        try await Task.sleep(for: .milliseconds(100))
+        kill(holder.processIdentifier, SIGKILL)
+        let store = try await opening.value
+        try await store.set(appId: "app", ["USER_NAME": .allowed])
+        #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"))
+    }
+
     @Test func damagedDatabaseIsReportedAndLeftAlone() async throws {
         let path = cache + "/permissions.sqlite"
         let garbage = Data(repeating: 0x42, count: 8192)
