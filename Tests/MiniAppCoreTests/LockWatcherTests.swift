@@ -48,7 +48,7 @@ struct LockWatcherTests {
         let executor = BlockingExecutor()
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         defer { close(descriptor) }
-        #expect(await executor.locks.lockExclusively(descriptor, until: .now + .seconds(30)) == .acquired)
+        #expect(await executor.locks.lockExclusively(descriptor, until: .now + .seconds(120)) == .acquired)
         #expect(Self.hasEnded(process), "the lock was taken while its holder still ran")
         await executor.shutdown()
     }
@@ -59,7 +59,7 @@ struct LockWatcherTests {
         let executor = BlockingExecutor()
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         defer { close(descriptor) }
-        let waiter = Task { await executor.locks.lockExclusively(descriptor, until: .now + .seconds(30)) }
+        let waiter = Task { await executor.locks.lockExclusively(descriptor, until: .now + .seconds(120)) }
         try await Task.sleep(for: .milliseconds(100))
         kill(process.processIdentifier, SIGKILL)
         #expect(await waiter.value == .acquired)
@@ -73,7 +73,7 @@ struct LockWatcherTests {
         let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { close(descriptor) }
         // Files coming and going in the folder wake nobody for good: the lock is still held.
-        let waiter = Task { await executor.locks.lockExclusively(descriptor, until: .now + .seconds(30)) }
+        let waiter = Task { await executor.locks.lockExclusively(descriptor, until: .now + .seconds(120)) }
         for name in 0..<20 { _ = FileManager.default.createFile(atPath: folder + "/\(name)", contents: Data([1])) }
         #expect(await waiter.value == .acquired)
         #expect(Self.hasEnded(process), "the lock was taken while its holder still ran")
@@ -110,10 +110,9 @@ struct LockWatcherTests {
         let waiters = (0..<8).map { _ in
             Task { () -> LockWatcher.Outcome in
                 let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-                let outcome = await executor.locks.lockExclusively(descriptor, until: .now + .seconds(30))
-                if turns.holding.add(1, ordering: .relaxed).newValue > 1 { turns.overlapped.store(true, ordering: .relaxed) }
-                try? await Task.sleep(for: .milliseconds(5))
-                turns.holding.subtract(1, ordering: .relaxed)
+                let outcome = await executor.locks.lockExclusively(descriptor, until: .now + .seconds(120))
+                turns.enter()
+                turns.leave()
                 // Let go by closing alone, as a killed holder does.
                 close(descriptor)
                 return outcome
@@ -122,14 +121,52 @@ struct LockWatcherTests {
         try await Task.sleep(for: .milliseconds(50))
         close(first)
         for waiter in waiters { #expect(await waiter.value == .acquired) }
-        let twoAtOnce = turns.overlapped.load(ordering: .relaxed)
-        #expect(!twoAtOnce, "two waiters held the lock at once")
+        #expect(!turns.overlapped, "two waiters held the lock at once")
+        await executor.shutdown()
+    }
+
+    @Test func aCriticalSectionRunsTheMomentItsLockIsHeld() async throws {
+        let path = try lockFile()
+        let executor = BlockingExecutor()
+        let first = open(path, O_RDONLY | O_CLOEXEC)
+        #expect(flock(first, LOCK_EX | LOCK_NB) == 0)
+        let turns = Turns()
+        let sections = (0..<6).map { number in
+            Task { () -> (LockWatcher.Outcome, Int?) in
+                let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                return await executor.whileLocked(descriptor, until: .now + .seconds(120)) {
+                    turns.enter()
+                    usleep(2_000)
+                    turns.leave()
+                    close(descriptor)
+                    return number
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        close(first)
+        for (number, section) in sections.enumerated() {
+            let (outcome, value) = await section.value
+            #expect(outcome == .acquired)
+            #expect(value == number)
+        }
+        #expect(!turns.overlapped, "two sections held the lock at once")
         await executor.shutdown()
     }
 }
 
 /// How many waiters hold the lock at once, and whether that was ever more than one.
 private final class Turns: Sendable {
-    let holding = Atomic<Int>(0)
-    let overlapped = Atomic<Bool>(false)
+    private let holding = Atomic<Int>(0)
+    private let twoAtOnce = Atomic<Bool>(false)
+
+    func enter() {
+        if holding.add(1, ordering: .relaxed).newValue > 1 { twoAtOnce.store(true, ordering: .relaxed) }
+    }
+
+    func leave() {
+        holding.subtract(1, ordering: .relaxed)
+    }
+
+    var overlapped: Bool { twoAtOnce.load(ordering: .relaxed) }
 }

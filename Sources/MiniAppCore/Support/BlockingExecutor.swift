@@ -161,6 +161,21 @@ public final class BlockingExecutor: Sendable {
         return started
     }
 
+    /// Takes an exclusive `flock` on `descriptor`, waiting suspended (no thread held, nothing polls) for
+    /// another holder to let go until `deadline`, and runs blocking `body` the moment it holds it, on a
+    /// thread of its own (or the pool's past ``maxOwnThreads``): a critical section that other processes
+    /// wait for is never stretched by a queue. `body` lets go of the lock; its value comes back with
+    /// the outcome `acquired`.
+    package func whileLocked<T: Sendable>(
+        _ descriptor: Int32, until deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () -> T
+    ) async -> (outcome: LockWatcher.Outcome, value: T?) {
+        await locks.lockExclusively(descriptor, until: deadline, thenRun: body) { [self] work in
+            if startThread(name: "miniapp.locked", work) { return }
+            // Run whatever the pool's state: whoever waits for the value must get it.
+            threadPool.submit { _ in work() }
+        }
+    }
+
     /// Gives a place of a thread of its own to the first caller waiting for one, else frees it.
     private func endOwnThread() {
         let waiter = ownThreads.withLock { threads -> CheckedContinuation<Void, Never>? in

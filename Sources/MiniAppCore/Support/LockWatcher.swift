@@ -33,7 +33,8 @@ package final class LockWatcher: Sendable {
         /// for a waiter without a watch.
         var nextLook: ContinuousClock.Instant?
         var pause: Duration = .zero
-        let continuation: CheckedContinuation<Outcome, Never>
+        /// Called once, with how the wait ended.
+        let finish: @Sendable (Outcome) -> Void
     }
 
     private struct State {
@@ -67,25 +68,54 @@ package final class LockWatcher: Sendable {
     /// passes or the task is cancelled. The descriptor must stay open until this returns.
     package func lockExclusively(_ descriptor: Int32, until deadline: ContinuousClock.Instant) async -> Outcome {
         if let outcome = Self.tryLock(descriptor) { return outcome }
-        let id = state.withLock { state -> UInt64 in
+        let id = newID()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                register(id: id, descriptor: descriptor, deadline: deadline) { continuation.resume(returning: $0) }
+            }
+        } onCancel: {
+            cancel(id)
+        }
+    }
+
+    /// Takes an exclusive `flock` on `descriptor` as ``lockExclusively(_:until:)`` does, and the moment
+    /// it holds it hands blocking `body` to `start`, which runs it on a thread at once: no hop through the
+    /// caller's executor or a queue between, for a short critical section (`body` lets go of the lock)
+    /// whose length other processes wait for. The value is `body`'s when the outcome is `acquired`.
+    package func lockExclusively<T: Sendable>(
+        _ descriptor: Int32, until deadline: ContinuousClock.Instant, thenRun body: @escaping @Sendable () -> T,
+        startingWith start: @escaping @Sendable (_ work: @escaping @Sendable () -> Void) -> Void
+    ) async -> (outcome: Outcome, value: T?) {
+        let id = newID()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<(outcome: Outcome, value: T?), Never>) in
+                register(id: id, descriptor: descriptor, deadline: deadline) { outcome in
+                    guard outcome == .acquired else { return continuation.resume(returning: (outcome, nil)) }
+                    start { continuation.resume(returning: (.acquired, body())) }
+                }
+            }
+        } onCancel: {
+            cancel(id)
+        }
+    }
+
+    private func newID() -> UInt64 {
+        state.withLock { state in
             state.nextID += 1
             return state.nextID
         }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                register(id: id, descriptor: descriptor, deadline: deadline, continuation: continuation)
+    }
+
+    private func cancel(_ id: UInt64) {
+        let waiter = state.withLock { state -> Waiter? in
+            guard let waiter = state.waiters.removeValue(forKey: id) else {
+                state.cancelledEarly.insert(id)
+                return nil
             }
-        } onCancel: {
-            let waiter = state.withLock { state -> Waiter? in
-                guard let waiter = state.waiters.removeValue(forKey: id) else {
-                    state.cancelledEarly.insert(id)
-                    return nil
-                }
-                Self.release(waiter.watch, in: &state)
-                return waiter
-            }
-            waiter?.continuation.resume(returning: .cancelled)
+            Self.release(waiter.watch, in: &state)
+            return waiter
         }
+        waiter?.finish(.cancelled)
     }
 
     /// `acquired`, `failed`, or `nil` when another holder has the lock.
@@ -94,7 +124,7 @@ package final class LockWatcher: Sendable {
         return errno == EWOULDBLOCK || errno == EINTR ? nil : .failed(errno)
     }
 
-    private func register(id: UInt64, descriptor: Int32, deadline: ContinuousClock.Instant, continuation: CheckedContinuation<Outcome, Never>) {
+    private func register(id: UInt64, descriptor: Int32, deadline: ContinuousClock.Instant, finish: @escaping @Sendable (Outcome) -> Void) {
         enum Next { case answered(Outcome), waiting(startThread: Bool) }
         let next = state.withLock { state -> Next in
             if state.cancelledEarly.remove(id) != nil { return .answered(.cancelled) }
@@ -112,7 +142,7 @@ package final class LockWatcher: Sendable {
             }
             state.waiters[id] = Waiter(
                 descriptor: descriptor, watch: watch, deadline: deadline,
-                nextLook: watch < 0 ? .now + Self.unwatchedPause : nil, continuation: continuation
+                nextLook: watch < 0 ? .now + Self.unwatchedPause : nil, finish: finish
             )
             if state.threadRunning {
                 Self.signal(state.wake)
@@ -123,24 +153,24 @@ package final class LockWatcher: Sendable {
         }
         switch next {
         case .answered(let outcome):
-            continuation.resume(returning: outcome)
+            finish(outcome)
         case .waiting(startThread: false):
             break
         case .waiting(startThread: true):
             if BlockingExecutor.start(BlockingExecutor.Part(number: 0, name: "miniapp.locks", body: { [self] _ in watch() }), detached: true) == nil {
                 // No thread to be had: every wait ends now, as a failed lock would.
-                for continuation in endAll() { continuation.resume(returning: .failed(EAGAIN)) }
+                for finish in endAll() { finish(.failed(EAGAIN)) }
             }
         }
     }
 
-    private func endAll() -> [CheckedContinuation<Outcome, Never>] {
+    private func endAll() -> [@Sendable (Outcome) -> Void] {
         state.withLock { state in
             let waiters = state.waiters.values
             for waiter in waiters { Self.release(waiter.watch, in: &state) }
             state.waiters = [:]
             state.threadRunning = false
-            return waiters.map(\.continuation)
+            return waiters.map(\.finish)
         }
     }
 
@@ -200,14 +230,14 @@ package final class LockWatcher: Sendable {
             }
             var drained: UInt64 = 0
             if next.wake >= 0 { _ = read(next.wake, &drained, 8) }
-            let ended = state.withLock { state -> [(CheckedContinuation<Outcome, Never>, Outcome)] in
+            let ended = state.withLock { state -> [(@Sendable (Outcome) -> Void, Outcome)] in
                 let now = ContinuousClock.now
-                var ended: [(CheckedContinuation<Outcome, Never>, Outcome)] = []
+                var ended: [(@Sendable (Outcome) -> Void, Outcome)] = []
                 for (id, var waiter) in state.waiters {
                     let looking = waiter.nextLook.map { $0 <= now } ?? false
                     if overflow || woken.contains(waiter.watch) || looking {
                         if let outcome = Self.tryLock(waiter.descriptor) {
-                            ended.append((waiter.continuation, outcome))
+                            ended.append((waiter.finish, outcome))
                             state.waiters[id] = nil
                             Self.release(waiter.watch, in: &state)
                             continue
@@ -223,7 +253,7 @@ package final class LockWatcher: Sendable {
                         }
                     }
                     if waiter.deadline <= now {
-                        ended.append((waiter.continuation, .timedOut))
+                        ended.append((waiter.finish, .timedOut))
                         state.waiters[id] = nil
                         Self.release(waiter.watch, in: &state)
                         continue
@@ -232,7 +262,7 @@ package final class LockWatcher: Sendable {
                 }
                 return ended
             }
-            for (continuation, outcome) in ended { continuation.resume(returning: outcome) }
+            for (finish, outcome) in ended { finish(outcome) }
         }
     }
 }

@@ -42,44 +42,42 @@ final class SQLitePermissionBackend: PermissionBackend {
         }
         // Switching a new file to WAL and creating or migrating its tables race between processes doing
         // it at once; an exclusive flock on the cache folder (no extra file) serialises that step. It is
-        // waited for suspended, at most `lockTimeout`, and given up before the folder is closed, so that
-        // a waiter woken by the close finds it free.
-        func letGo() {
-            guard folder >= 0 else { return }
-            flock(folder, LOCK_UN)
-            Glibc.close(folder)
-        }
-        if folder >= 0 {
-            switch await executor.locks.lockExclusively(folder, until: deadline) {
-            case .acquired, .failed:
-                // A folder that cannot be locked at all is migrated without the lock, as SQLite's own
-                // locking still keeps the file whole.
-                break
-            case .timedOut:
-                letGo()
-                throw .busy(path: path, waitedSeconds: Int(seconds))
-            case .cancelled:
-                letGo()
-                throw .unavailable(path: path, reason: "its opening was cancelled")
+        // waited for suspended, at most `lockTimeout`; the migration runs on a thread of the executor's
+        // the moment the lock is held, and lets go of it (before closing the folder, so that a waiter woken by the
+        // close finds it free) before anything else runs.
+        let held = FolderLock(folder)
+        let migrate: @Sendable () -> Result<DatabasePool, PermissionStoreError> = {
+            defer { held.letGo() }
+            do {
+                let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: false))
+                try Self.migrator.migrate(pool)
+                for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
+                return .success(pool)
+            } catch {
+                return .failure(Self.storeError(error, path: path))
             }
         }
+        let locked = folder >= 0 ? await executor.whileLocked(folder, until: deadline, migrate) : (.failed(EBADF), nil)
         let migrated: DatabasePool
-        do {
-            migrated = try await Self.blocking(on: executor, path: path) { () throws(PermissionStoreError) in
-                do {
-                    let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: false))
-                    try Self.migrator.migrate(pool)
-                    for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
-                    return pool
-                } catch {
-                    throw Self.storeError(error, path: path)
-                }
+        switch locked {
+        case (.acquired, let done?):
+            migrated = try done.get()
+        case (.timedOut, _):
+            held.letGo()
+            throw .busy(path: path, waitedSeconds: Int(seconds))
+        case (.cancelled, _):
+            held.letGo()
+            throw .unavailable(path: path, reason: "its opening was cancelled")
+        default:
+            // A folder that cannot be opened or locked at all: the store is migrated without the lock,
+            // as SQLite's own locking still keeps the file whole.
+            do {
+                migrated = try await Self.blocking(on: executor, path: path) { () throws(PermissionStoreError) in try migrate().get() }
+            } catch {
+                held.letGo()
+                throw error
             }
-        } catch {
-            letGo()
-            throw error
         }
-        letGo()
         return SQLitePermissionBackend(path: path, database: migrated, writable: migrated, busySeconds: seconds, executor: executor)
     }
 
@@ -102,6 +100,25 @@ final class SQLitePermissionBackend: PermissionBackend {
         self.writable = Mutex(writable)
         self.busySeconds = busySeconds
         self.executor = executor
+    }
+
+    /// The cache folder's descriptor while its lock is wanted or held: let go (unlocked, then closed)
+    /// once, by whichever path ends the migration.
+    private final class FolderLock: Sendable {
+        private let descriptor: Mutex<Int32>
+
+        init(_ descriptor: Int32) {
+            self.descriptor = Mutex(descriptor)
+        }
+
+        func letGo() {
+            descriptor.withLock { descriptor in
+                guard descriptor >= 0 else { return }
+                flock(descriptor, LOCK_UN)
+                Glibc.close(descriptor)
+                descriptor = -1
+            }
+        }
     }
 
     /// What the first look at the store found: a store whose schema is current, opened for reading, or
