@@ -8,12 +8,12 @@ import Testing
 /// The lock watcher against real holders: util-linux's `flock` in another process, which lets go by
 /// exiting or by being killed, never by an explicit unlock.
 struct LockWatcherTests {
-    /// Starts `flock` holding an exclusive lock on `path` while `seconds` of `sleep` run (the lock's
-    /// descriptor is closed in the child, so only `flock` itself holds it); returns once it holds it.
+    /// Starts `flock` holding an exclusive lock on `path` and becoming `sleep` for `seconds` (one process,
+    /// which holds the lock until it ends); returns once it holds it.
     private func holder(_ path: String, seconds: Int) async throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        process.arguments = ["--exclusive", "--close", path, "sleep", String(seconds)]
+        process.arguments = ["--exclusive", "--no-fork", path, "sleep", String(seconds)]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -55,7 +55,7 @@ struct LockWatcherTests {
 
     @Test func aLockIsTakenWhenItsHolderIsKilled() async throws {
         let path = try lockFile()
-        let process = try await holder(path, seconds: 60)
+        let process = try await holder(path, seconds: 900)
         let executor = BlockingExecutor()
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         defer { close(descriptor) }
@@ -82,7 +82,7 @@ struct LockWatcherTests {
 
     @Test func aWaitEndsAtItsDeadlineOrWhenCancelled() async throws {
         let path = try lockFile()
-        let process = try await holder(path, seconds: 60)
+        let process = try await holder(path, seconds: 900)
         defer { kill(process.processIdentifier, SIGKILL) }
         let executor = BlockingExecutor()
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)

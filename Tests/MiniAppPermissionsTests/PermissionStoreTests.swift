@@ -142,7 +142,9 @@ import Testing
         // `flock`, which lets go only by exiting.
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        holder.arguments = ["--exclusive", "--close", cache, "sleep", "60"]
+        holder.arguments = ["--exclusive", "--no-fork", cache, "sleep", "900"]
+        holder.standardOutput = FileHandle.nullDevice
+        holder.standardError = FileHandle.nullDevice
         try holder.run()
         defer { kill(holder.processIdentifier, SIGKILL) }
         await offPool {

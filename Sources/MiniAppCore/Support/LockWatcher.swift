@@ -44,7 +44,8 @@ package final class LockWatcher: Sendable {
         var waiters: [UInt64: Waiter] = [:]
         /// How many waiters use each watch (one per file: inotify gives the same watch for one inode).
         var watchUsers: [Int32: Int] = [:]
-        var cancelledEarly: Set<UInt64> = []
+        /// Waits not registered yet, and whether their task was cancelled meanwhile.
+        var unregistered: [UInt64: Bool] = [:]
         var nextID: UInt64 = 0
         var threadRunning = false
     }
@@ -102,6 +103,7 @@ package final class LockWatcher: Sendable {
     private func newID() -> UInt64 {
         state.withLock { state in
             state.nextID += 1
+            state.unregistered[state.nextID] = false
             return state.nextID
         }
     }
@@ -109,7 +111,8 @@ package final class LockWatcher: Sendable {
     private func cancel(_ id: UInt64) {
         let waiter = state.withLock { state -> Waiter? in
             guard let waiter = state.waiters.removeValue(forKey: id) else {
-                state.cancelledEarly.insert(id)
+                // Not waiting yet (it will end at once) or already ended (nothing to do).
+                if state.unregistered[id] != nil { state.unregistered[id] = true }
                 return nil
             }
             Self.release(waiter.watch, in: &state)
@@ -127,7 +130,7 @@ package final class LockWatcher: Sendable {
     private func register(id: UInt64, descriptor: Int32, deadline: ContinuousClock.Instant, finish: @escaping @Sendable (Outcome) -> Void) {
         enum Next { case answered(Outcome), waiting(startThread: Bool) }
         let next = state.withLock { state -> Next in
-            if state.cancelledEarly.remove(id) != nil { return .answered(.cancelled) }
+            if state.unregistered.removeValue(forKey: id) == true { return .answered(.cancelled) }
             if state.wake < 0 { state.wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) }
             if state.notify < 0 { state.notify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }
             var watch: Int32 = -1

@@ -42,26 +42,28 @@ final class SQLitePermissionBackend: PermissionBackend {
         }
         // Switching a new file to WAL and creating or migrating its tables race between processes doing
         // it at once; an exclusive flock on the cache folder (no extra file) serialises that step. It is
-        // waited for suspended, at most `lockTimeout`; the migration runs on a thread of the executor's
-        // the moment the lock is held, and lets go of it (before closing the folder, so that a waiter woken by the
-        // close finds it free) before anything else runs.
+        // waited for suspended, at most `lockTimeout`. The moment it is held, a thread of the executor's
+        // looks again (the process it waited for may have migrated the store: then it is opened for
+        // reading as above), else migrates, and lets go of the lock (before closing the folder, so that
+        // a waiter woken by the close finds it free).
         let held = FolderLock(folder)
-        let migrate: @Sendable () -> Result<DatabasePool, PermissionStoreError> = {
+        let migrate: @Sendable () -> Result<(pool: DatabasePool, writable: Bool), PermissionStoreError> = {
             defer { held.letGo() }
             do {
+                if let current = try Self.currentPool(path: path, busySeconds: seconds) { return .success((current, false)) }
                 let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: false))
                 try Self.migrator.migrate(pool)
                 for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
-                return .success(pool)
+                return .success((pool, true))
             } catch {
                 return .failure(Self.storeError(error, path: path))
             }
         }
         let locked = folder >= 0 ? await executor.whileLocked(folder, until: deadline, migrate) : (.failed(EBADF), nil)
-        let migrated: DatabasePool
+        let opened: (pool: DatabasePool, writable: Bool)
         switch locked {
         case (.acquired, let done?):
-            migrated = try done.get()
+            opened = try done.get()
         case (.timedOut, _):
             held.letGo()
             throw .busy(path: path, waitedSeconds: Int(seconds))
@@ -72,13 +74,13 @@ final class SQLitePermissionBackend: PermissionBackend {
             // A folder that cannot be opened or locked at all: the store is migrated without the lock,
             // as SQLite's own locking still keeps the file whole.
             do {
-                migrated = try await Self.blocking(on: executor, path: path) { () throws(PermissionStoreError) in try migrate().get() }
+                opened = try await Self.blocking(on: executor, path: path) { () throws(PermissionStoreError) in try migrate().get() }
             } catch {
                 held.letGo()
                 throw error
             }
         }
-        return SQLitePermissionBackend(path: path, database: migrated, writable: migrated, busySeconds: seconds, executor: executor)
+        return SQLitePermissionBackend(path: path, database: opened.pool, writable: opened.writable ? opened.pool : nil, busySeconds: seconds, executor: executor)
     }
 
     /// Runs blocking `body` on `executor` and waits for it.
@@ -145,26 +147,31 @@ final class SQLitePermissionBackend: PermissionBackend {
                 throw .unavailable(path: path + suffix, reason: (info.st_mode & S_IFMT) == S_IFLNK ? "it is a symbolic link, which the store never follows; remove it" : "it is not a regular file; remove it")
             }
         }
+        if let current = try currentPool(path: path, busySeconds: seconds) { return .current(current) }
+        return .needsMigrating(folder: Glibc.open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
+    }
+
+    /// The store opened for reading only when its schema is current, else `nil` (creating an empty file
+    /// when there is none).
+    ///
+    /// A current store is opened with no lock of any kind and no write, so that opening never waits for
+    /// another process's write (WAL lets readers go on beside a writer). Writing connections open at
+    /// the first write.
+    private static func currentPool(path: String, busySeconds seconds: Double) throws(PermissionStoreError) -> DatabasePool? {
         let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .unavailable(path: path, reason: String(cString: strerror(errno))) }
         var info = stat()
         let existed = fstat(descriptor, &info) == 0 && info.st_size > 0
         Glibc.close(descriptor)
-        // A store whose schema is current is opened for reading only: no lock of any kind and no write,
-        // so that opening never waits for another process's write (WAL lets readers go on beside a
-        // writer). Writing connections open at the first write.
-        if existed {
-            do {
-                let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: true))
-                if try pool.read({ try Self.migrator.hasCompletedMigrations($0) }) {
-                    for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
-                    return .current(pool)
-                }
-            } catch {
-                throw Self.storeError(error, path: path)
-            }
+        guard existed else { return nil }
+        do {
+            let pool = try DatabasePool(path: path, configuration: Self.configuration(busySeconds: seconds, readOnly: true))
+            guard try pool.read({ try Self.migrator.hasCompletedMigrations($0) }) else { return nil }
+            for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
+            return pool
+        } catch {
+            throw Self.storeError(error, path: path)
         }
-        return .needsMigrating(folder: Glibc.open(cacheDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
     }
 
     private static func configuration(busySeconds: Double, readOnly: Bool) -> Configuration {
