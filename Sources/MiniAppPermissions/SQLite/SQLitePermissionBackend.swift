@@ -28,7 +28,6 @@ final class SQLitePermissionBackend: PermissionBackend {
     /// Opens the store at `path`, creating and migrating it when needed, on `executor`: the open may
     /// wait up to `lockTimeout` for other processes.
     static func open(path: String, lockTimeout: Duration, executor: BlockingExecutor) async throws(PermissionStoreError) -> SQLitePermissionBackend {
-        let deadline = ContinuousClock.now + lockTimeout
         let seconds = Double(lockTimeout.components.seconds) + Double(lockTimeout.components.attoseconds) / 1e18
         let found = try await Self.blocking(on: executor, path: path) { () throws(PermissionStoreError) in
             try Self.openCurrent(path: path, busySeconds: seconds)
@@ -59,6 +58,8 @@ final class SQLitePermissionBackend: PermissionBackend {
                 return .failure(Self.storeError(error, path: path))
             }
         }
+        // The time allowed is the lock's alone, counted from here: not the executor's queue before.
+        let deadline = ContinuousClock.now + lockTimeout
         let locked = folder >= 0 ? await executor.whileLocked(folder, until: deadline, migrate) : (.failed(EBADF), nil)
         let opened: (pool: DatabasePool, writable: Bool)
         switch locked {
