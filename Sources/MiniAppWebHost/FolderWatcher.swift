@@ -94,11 +94,7 @@ final class FolderWatcher: Sendable {
             if ready < 0, errno == EINTR { continue }
             if ready < 0 || descriptors[1].revents != 0 { return }
             if descriptors[0].revents != 0 {
-                while true {
-                    let count = read(inotify, buffer.baseAddress, buffer.count)
-                    guard count > 0 else { break }
-                    watches.take(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), inotify: inotify, into: &pending)
-                }
+                watches.take(InotifyEvent.readAll(from: inotify, using: buffer), inotify: inotify, into: &pending)
                 if !pending.isEmpty, firstChange == nil { firstChange = .now }
             }
             // Quiet for `quiet` (poll timed out), or changing for `longest`: the batch goes.
@@ -146,21 +142,16 @@ private struct Watches {
         if descriptor >= 0 { parent = descriptor }
     }
 
-    /// Reads the events in `bytes`, watching the folders made, and adds the paths they name to `pending`.
-    mutating func take(_ bytes: UnsafeRawBufferPointer, inotify: Int32, into pending: inout FolderWatcher.Batch) {
-        let header = MemoryLayout<inotify_event>.size
-        var offset = 0
-        while offset + header <= bytes.count {
-            let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
-            let nameBytes = bytes[(offset + header)..<min(bytes.count, offset + header + Int(event.len))]
-            let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
-            offset += header + Int(event.len)
+    /// Takes `events`, watching the folders made, and adds the paths they name to `pending`.
+    mutating func take(_ events: [InotifyEvent], inotify: Int32, into pending: inout FolderWatcher.Batch) {
+        for event in events {
+            let name = event.name
             if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
                 // Events were lost: everything may have changed.
                 pending.insert("")
                 continue
             }
-            if event.wd == parent {
+            if event.watch == parent {
                 // The root made again (a build tool that empties its output): watch it anew.
                 if name == rootName, event.mask & UInt32(IN_ISDIR) != 0 {
                     // Watches of a root moved away follow it: they end, and its events go nowhere.
@@ -170,9 +161,9 @@ private struct Watches {
                 }
                 continue
             }
-            guard let folder = folders[event.wd] else { continue }
+            guard let folder = folders[event.watch] else { continue }
             if event.mask & UInt32(IN_IGNORED) != 0 {
-                folders[event.wd] = nil
+                folders[event.watch] = nil
                 continue
             }
             if event.mask & (UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF)) != 0 {

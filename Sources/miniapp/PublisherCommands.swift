@@ -179,20 +179,14 @@ struct PublishCommand: AsyncParsableCommand {
         if let versionId { try Identifier.validate(versionId, as: .version) }
         let signingKey = try readSigningKey(key)
         let limits = try ConfigurationLoader().load(reading: .limits).extraction
-        // The publisher's own executor: `publish` installs nothing, so it needs no runtime.
-        let executor = BlockingExecutor()
-        let publisher = RegistryPublisher(registry: Registry(root: KeyFiles.absolute(registry)), executor: executor, limits: limits)
-        let result: PublishResult
-        do {
-            result = try await publisher.publish(PublishRequest(
-                source: source, appId: appId, versionTag: versionTag, versionId: versionId,
-                displayName: displayName, preview: preview, key: signingKey
-            ))
-        } catch {
-            await executor.shutdown()
-            throw error
+        // `publish` installs nothing, so it needs no runtime.
+        let result = try await withOwnExecutor { executor in
+            try await RegistryPublisher(registry: Registry(root: KeyFiles.absolute(registry)), executor: executor, limits: limits)
+                .publish(PublishRequest(
+                    source: source, appId: appId, versionTag: versionTag, versionId: versionId,
+                    displayName: displayName, preview: preview, key: signingKey
+                ))
         }
-        await executor.shutdown()
         if output.json {
             try Console.json(result)
             return
@@ -282,22 +276,31 @@ struct ServeCommand: AsyncParsableCommand {
         if !quiet {
             log = { line in Console.standardError(line) }
         }
-        // The server's own executor: `serve` runs no mini-app, so it needs no runtime.
-        let executor = BlockingExecutor()
-        let server = RegistryServer(
-            registry: Registry(root: KeyFiles.absolute(registry)), executor: executor, host: host, port: port,
-            projectId: projectId, subscriptionKey: subscriptionKey, publicURL: parsedPublicURL,
-            limits: ServerLimits(idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: connectionLimit, shutdownGrace: .milliseconds(Int64(shutdownGrace * 1000)), sendTimeout: .milliseconds(Int64(sendTimeout * 1000))),
-            requestLog: log
-        )
-        do {
+        // `serve` runs no mini-app, so it needs no runtime.
+        try await withOwnExecutor { executor in
+            let server = RegistryServer(
+                registry: Registry(root: KeyFiles.absolute(registry)), executor: executor, host: host, port: port,
+                projectId: projectId, subscriptionKey: subscriptionKey, publicURL: parsedPublicURL,
+                limits: ServerLimits(idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: connectionLimit, shutdownGrace: .milliseconds(Int64(shutdownGrace * 1000)), sendTimeout: .milliseconds(Int64(sendTimeout * 1000))),
+                requestLog: log
+            )
             try await server.run { (url: URL) async in
                 Console.output("listening on \(url.absoluteString)")
             }
-        } catch {
-            await executor.shutdown()
-            throw error
         }
+    }
+}
+
+/// Runs `body` with an executor of the command's own, for a command that needs no runtime, and shuts
+/// it down however `body` ends.
+private func withOwnExecutor<Result: Sendable>(_ body: (BlockingExecutor) async throws -> Result) async throws -> Result {
+    let executor = BlockingExecutor()
+    do {
+        let result = try await body(executor)
         await executor.shutdown()
+        return result
+    } catch {
+        await executor.shutdown()
+        throw error
     }
 }

@@ -101,55 +101,52 @@ struct LockWatcherTests {
         await executor.shutdown()
     }
 
-    @Test func waitersInOneProcessTakeTheLockInTurn() async throws {
+    /// Holds a new lock file's lock, starts `count` tasks that each call `take` with its path and their
+    /// number, lets go after 50 ms (by closing alone, as a killed holder does) and returns what they
+    /// returned.
+    private func takeInTurns<T: Sendable>(_ count: Int, _ take: @escaping @Sendable (String, Int) async -> T) async throws -> [T] {
         let path = try lockFile()
-        let executor = BlockingExecutor()
         let first = open(path, O_RDONLY | O_CLOEXEC)
         #expect(flock(first, LOCK_EX | LOCK_NB) == 0)
-        let turns = Turns()
-        let waiters = (0..<8).map { _ in
-            Task { () -> LockWatcher.Outcome in
-                let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-                let outcome = await executor.locks.lockExclusively(descriptor, until: .now + .seconds(120))
-                turns.enter()
-                turns.leave()
-                // Let go by closing alone, as a killed holder does.
-                close(descriptor)
-                return outcome
-            }
-        }
+        let tasks = (0..<count).map { number in Task { await take(path, number) } }
         try await Task.sleep(for: .milliseconds(50))
         close(first)
-        for waiter in waiters { #expect(await waiter.value == .acquired) }
+        var values: [T] = []
+        for task in tasks { values.append(await task.value) }
+        return values
+    }
+
+    @Test func waitersInOneProcessTakeTheLockInTurn() async throws {
+        let executor = BlockingExecutor()
+        let turns = Turns()
+        let outcomes = try await takeInTurns(8) { path, _ in
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            let outcome = await executor.locks.lockExclusively(descriptor, until: .now + .seconds(120))
+            turns.enter()
+            turns.leave()
+            close(descriptor)
+            return outcome
+        }
+        #expect(outcomes == Array(repeating: .acquired, count: 8))
         #expect(!turns.overlapped, "two waiters held the lock at once")
         await executor.shutdown()
     }
 
     @Test func aCriticalSectionRunsTheMomentItsLockIsHeld() async throws {
-        let path = try lockFile()
         let executor = BlockingExecutor()
-        let first = open(path, O_RDONLY | O_CLOEXEC)
-        #expect(flock(first, LOCK_EX | LOCK_NB) == 0)
         let turns = Turns()
-        let sections = (0..<6).map { number in
-            Task { () -> (LockWatcher.Outcome, Int?) in
-                let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-                return await executor.whileLocked(descriptor, until: .now + .seconds(120)) {
-                    turns.enter()
-                    usleep(2_000)
-                    turns.leave()
-                    close(descriptor)
-                    return number
-                }
+        let sections = try await takeInTurns(6) { path, number in
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            return await executor.whileLocked(descriptor, until: .now + .seconds(120)) {
+                turns.enter()
+                usleep(2_000)
+                turns.leave()
+                close(descriptor)
+                return number
             }
         }
-        try await Task.sleep(for: .milliseconds(50))
-        close(first)
-        for (number, section) in sections.enumerated() {
-            let (outcome, value) = await section.value
-            #expect(outcome == .acquired)
-            #expect(value == number)
-        }
+        #expect(sections.map(\.outcome) == Array(repeating: .acquired, count: 6))
+        #expect(sections.map(\.value) == Array(0..<6))
         #expect(!turns.overlapped, "two sections held the lock at once")
         await executor.shutdown()
     }

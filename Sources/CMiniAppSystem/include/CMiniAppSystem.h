@@ -2,9 +2,6 @@
 #define CMINIAPP_SYSTEM_H
 
 #include <locale.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/inotify.h>
 
 /* Linux calls that glibc declares only under _GNU_SOURCE, and globals that Swift 6 cannot read safely. */
 int CMiniAppSystem_syncfs(int descriptor);

@@ -38,9 +38,10 @@ package final class LockWatcher: Sendable {
     }
 
     private struct State {
-        /// The inotify descriptor and the eventfd that wakes the thread, made at the first wait.
+        /// The inotify descriptor and the pipe that wakes the thread (its read and write ends), made at
+        /// the first wait.
         var notify: Int32 = -1
-        var wake: Int32 = -1
+        var wake: (read: Int32, write: Int32) = (-1, -1)
         var waiters: [UInt64: Waiter] = [:]
         /// How many waiters use each watch (one per file: inotify gives the same watch for one inode).
         var watchUsers: [Int32: Int] = [:]
@@ -61,7 +62,10 @@ package final class LockWatcher: Sendable {
     deinit {
         state.withLock { state in
             if state.notify >= 0 { close(state.notify) }
-            if state.wake >= 0 { close(state.wake) }
+            if state.wake.read >= 0 {
+                close(state.wake.read)
+                close(state.wake.write)
+            }
         }
     }
 
@@ -69,14 +73,7 @@ package final class LockWatcher: Sendable {
     /// passes or the task is cancelled. The descriptor must stay open until this returns.
     package func lockExclusively(_ descriptor: Int32, until deadline: ContinuousClock.Instant) async -> Outcome {
         if let outcome = Self.tryLock(descriptor) { return outcome }
-        let id = newID()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                register(id: id, descriptor: descriptor, deadline: deadline) { continuation.resume(returning: $0) }
-            }
-        } onCancel: {
-            cancel(id)
-        }
+        return await suspended(descriptor, until: deadline) { outcome, continuation in continuation.resume(returning: outcome) }
     }
 
     /// Takes an exclusive `flock` on `descriptor` as ``lockExclusively(_:until:)`` does, and the moment
@@ -87,24 +84,29 @@ package final class LockWatcher: Sendable {
         _ descriptor: Int32, until deadline: ContinuousClock.Instant, thenRun body: @escaping @Sendable () -> T,
         startingWith start: @escaping @Sendable (_ work: @escaping @Sendable () -> Void) -> Void
     ) async -> (outcome: Outcome, value: T?) {
-        let id = newID()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<(outcome: Outcome, value: T?), Never>) in
-                register(id: id, descriptor: descriptor, deadline: deadline) { outcome in
-                    guard outcome == .acquired else { return continuation.resume(returning: (outcome, nil)) }
-                    start { continuation.resume(returning: (.acquired, body())) }
-                }
-            }
-        } onCancel: {
-            cancel(id)
+        await suspended(descriptor, until: deadline) { outcome, continuation in
+            guard outcome == .acquired else { return continuation.resume(returning: (outcome, nil)) }
+            start { continuation.resume(returning: (.acquired, body())) }
         }
     }
 
-    private func newID() -> UInt64 {
-        state.withLock { state in
+    /// Registers a wait for `descriptor`'s lock and suspends until `finish`, called once with how the
+    /// wait ended (on whichever thread learns it), resumes the continuation.
+    private func suspended<T: Sendable>(
+        _ descriptor: Int32, until deadline: ContinuousClock.Instant,
+        _ finish: @escaping @Sendable (Outcome, CheckedContinuation<T, Never>) -> Void
+    ) async -> T {
+        let id = state.withLock { state in
             state.nextID += 1
             state.unregistered[state.nextID] = false
             return state.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                register(id: id, descriptor: descriptor, deadline: deadline) { finish($0, continuation) }
+            }
+        } onCancel: {
+            cancel(id)
         }
     }
 
@@ -131,10 +133,13 @@ package final class LockWatcher: Sendable {
         enum Next { case answered(Outcome), waiting(startThread: Bool) }
         let next = state.withLock { state -> Next in
             if state.unregistered.removeValue(forKey: id) == true { return .answered(.cancelled) }
-            if state.wake < 0 { state.wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) }
+            if state.wake.read < 0 {
+                var ends: [Int32] = [-1, -1]
+                if CMiniAppSystem_nonBlockingPipe(&ends) == 0 { state.wake = (ends[0], ends[1]) }
+            }
             if state.notify < 0 { state.notify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }
             var watch: Int32 = -1
-            if state.notify >= 0, state.wake >= 0 {
+            if state.notify >= 0, state.wake.read >= 0 {
                 watch = inotify_add_watch(state.notify, "/proc/self/fd/\(descriptor)", Self.events)
                 if watch >= 0 { state.watchUsers[watch, default: 0] += 1 }
             }
@@ -148,7 +153,8 @@ package final class LockWatcher: Sendable {
                 nextLook: watch < 0 ? .now + Self.unwatchedPause : nil, finish: finish
             )
             if state.threadRunning {
-                Self.signal(state.wake)
+                var byte: UInt8 = 1
+                _ = write(state.wake.write, &byte, 1)
                 return .waiting(startThread: false)
             }
             state.threadRunning = true
@@ -187,14 +193,10 @@ package final class LockWatcher: Sendable {
         }
     }
 
-    private static func signal(_ descriptor: Int32) {
-        var one: UInt64 = 1
-        _ = write(descriptor, &one, 8)
-    }
-
     /// The thread's loop: runs while anyone waits.
     private func watch() {
-        var buffer = [UInt8](repeating: 0, count: 4096)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 * InotifyEvent.minimumBuffer, alignment: 8)
+        defer { buffer.deallocate() }
         while true {
             let next = state.withLock { state -> (notify: Int32, wake: Int32, milliseconds: Int32)? in
                 guard !state.waiters.isEmpty else {
@@ -204,7 +206,7 @@ package final class LockWatcher: Sendable {
                 let soonest = state.waiters.values.map { min($0.deadline, $0.nextLook ?? $0.deadline) }.min()!
                 let left = soonest - .now
                 let milliseconds = left <= .zero ? 0 : Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
-                return (state.notify, state.wake, milliseconds)
+                return (state.notify, state.wake.read, milliseconds)
             }
             guard let next else { return }
             var descriptors = [pollfd(fd: next.notify, events: Int16(POLLIN), revents: 0), pollfd(fd: next.wake, events: Int16(POLLIN), revents: 0)]
@@ -212,27 +214,16 @@ package final class LockWatcher: Sendable {
             var woken: Set<Int32> = []
             var closed: Set<Int32> = []
             var overflow = false
-            while next.notify >= 0 {
-                let count = buffer.withUnsafeMutableBytes { read(next.notify, $0.baseAddress, $0.count) }
-                guard count > 0 else { break }
-                buffer.withUnsafeBytes { bytes in
-                    var offset = 0
-                    while offset + 16 <= count {
-                        let watch = bytes.loadUnaligned(fromByteOffset: offset, as: Int32.self)
-                        let mask = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-                        let nameLength = Int(bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-                        offset += 16 + nameLength
-                        if mask & UInt32(IN_Q_OVERFLOW) != 0 { overflow = true }
-                        // A watched folder (the permission store's lock) reports its files' events too,
-                        // with their names: only its own count.
-                        guard nameLength == 0 else { continue }
-                        woken.insert(watch)
-                        if mask & UInt32(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) != 0 { closed.insert(watch) }
-                    }
-                }
+            for event in next.notify >= 0 ? InotifyEvent.readAll(from: next.notify, using: buffer) : [] {
+                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { overflow = true }
+                // A watched folder (the permission store's lock) reports its files' events too, with
+                // their names: only its own count.
+                guard event.name.isEmpty else { continue }
+                woken.insert(event.watch)
+                if event.mask & UInt32(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) != 0 { closed.insert(event.watch) }
             }
-            var drained: UInt64 = 0
-            if next.wake >= 0 { _ = read(next.wake, &drained, 8) }
+            var drained = [UInt8](repeating: 0, count: 64)
+            while next.wake >= 0, read(next.wake, &drained, drained.count) > 0 {}
             let ended = state.withLock { state -> [(@Sendable (Outcome) -> Void, Outcome)] in
                 let now = ContinuousClock.now
                 var ended: [(@Sendable (Outcome) -> Void, Outcome)] = []
