@@ -181,9 +181,12 @@ let package = Package(
             name: "miniapp-extract-bench", dependencies: ["MiniAppCore"], path: "Benchmarks/ExtractBench",
             swiftSettings: settings
         ),
+        // The glibc calls the test support's process starter needs (declared only under _GNU_SOURCE).
+        .target(name: "CMiniAppTestSupport", path: "Tests/CMiniAppTestSupport"),
         .target(
             name: "MiniAppTestSupport",
             dependencies: [
+                "CMiniAppTestSupport",
                 "MiniAppKit",
                 "MiniAppCore",
                 "MiniAppRegistry",

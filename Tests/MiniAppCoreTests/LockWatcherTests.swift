@@ -10,13 +10,8 @@ import Testing
 struct LockWatcherTests {
     /// Starts `flock` holding an exclusive lock on `path` and becoming `sleep` for `seconds` (one process,
     /// which holds the lock until it ends); returns once it holds it.
-    private func holder(_ path: String, seconds: Int) async throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        process.arguments = ["--exclusive", "--no-fork", path, "sleep", String(seconds)]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+    private func holder(_ path: String, seconds: Int) async throws -> ChildProcess {
+        let process = try ChildProcess("/usr/bin/flock", ["--exclusive", "--no-fork", path, "sleep", String(seconds)])
         await offPool {
             let probe = open(path, O_RDONLY | O_CLOEXEC)
             defer { close(probe) }
@@ -29,8 +24,8 @@ struct LockWatcherTests {
         return process
     }
 
-    /// Whether `process` has ended (Foundation's `isRunning` changes only once it is reaped).
-    private static func hasEnded(_ process: Process) -> Bool {
+    /// Whether `process` has ended (a zombie: nothing reaps it before the test's end).
+    private static func hasEnded(_ process: ChildProcess) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
               let end = stat.lastIndex(of: ")") else { return true }
         return stat[stat.index(end, offsetBy: 2)] == "Z"
@@ -45,6 +40,7 @@ struct LockWatcherTests {
     @Test func aLockIsTakenWhenItsHolderExits() async throws {
         let path = try lockFile()
         let process = try await holder(path, seconds: 1)
+        defer { process.stop() }
         let executor = BlockingExecutor()
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         defer { close(descriptor) }
@@ -56,12 +52,13 @@ struct LockWatcherTests {
     @Test func aLockIsTakenWhenItsHolderIsKilled() async throws {
         let path = try lockFile()
         let process = try await holder(path, seconds: 900)
+        defer { process.stop() }
         let executor = BlockingExecutor()
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         defer { close(descriptor) }
         let waiter = Task { await executor.locks.lockExclusively(descriptor, until: .now + .seconds(120)) }
         try await Task.sleep(for: .milliseconds(100))
-        kill(process.processIdentifier, SIGKILL)
+        process.kill()
         #expect(await waiter.value == .acquired)
         await executor.shutdown()
     }
@@ -69,6 +66,7 @@ struct LockWatcherTests {
     @Test func aLockOnAFolderIsTakenWhenItsHolderExits() async throws {
         let folder = try TemporaryDirectory.make().path
         let process = try await holder(folder, seconds: 1)
+        defer { process.stop() }
         let executor = BlockingExecutor()
         let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { close(descriptor) }
@@ -83,7 +81,7 @@ struct LockWatcherTests {
     @Test func aWaitEndsAtItsDeadlineOrWhenCancelled() async throws {
         let path = try lockFile()
         let process = try await holder(path, seconds: 900)
-        defer { kill(process.processIdentifier, SIGKILL) }
+        defer { process.stop() }
         let executor = BlockingExecutor()
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         defer { close(descriptor) }

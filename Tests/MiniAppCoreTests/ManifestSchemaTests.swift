@@ -21,12 +21,9 @@ import Testing
                     verdicts[path] = False
             print(json.dumps(verdicts))
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", script, manifests.appendingPathComponent("schema/manifest.schema.json").path] + files
-        let output = Data(try await process.output().utf8)
-        #expect(process.terminationStatus == 0, "python3 with jsonschema is needed (scripts/bootstrap installs python3-jsonschema)")
-        return try JSONDecoder().decode([String: Bool].self, from: output)
+        let (status, output) = try await ChildProcess.output("/usr/bin/python3", ["-c", script, manifests.appendingPathComponent("schema/manifest.schema.json").path] + files)
+        #expect(status == 0, "python3 with jsonschema is needed (scripts/bootstrap installs python3-jsonschema)")
+        return try JSONDecoder().decode([String: Bool].self, from: Data(output.utf8))
     }
 
     @Test func parserAndSchemaAgreeOnEveryExample() async throws {

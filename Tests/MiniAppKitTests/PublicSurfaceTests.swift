@@ -121,16 +121,9 @@ enum PublicSurface {
     /// Runs `tool` and returns its exit status and what it wrote to stderr.
     static func run(_ tool: String, _ arguments: [String]) async throws -> (Int32, String) {
         try await offPool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = arguments
-            let errors = Pipe()
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = errors
-            try process.run()
-            let said = errors.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: said, as: UTF8.self))
+            let process = try ChildProcess(tool, arguments, stderr: .pipe)
+            let said = process.readToEnd()
+            return (process.waitUntilExit(), String(decoding: said, as: UTF8.self))
         }
     }
 

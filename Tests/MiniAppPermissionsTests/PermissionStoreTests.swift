@@ -140,13 +140,8 @@ import Testing
     @Test func aNewStoreWaitsForAnotherProcessCreatingItAndIsBusyPastTheLockTimeout() async throws {
         // Another process holds the cache folder's lock, as one creating the store does: util-linux's
         // `flock`, which lets go only by exiting.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        holder.arguments = ["--exclusive", "--no-fork", cache, "sleep", "900"]
-        holder.standardOutput = FileHandle.nullDevice
-        holder.standardError = FileHandle.nullDevice
-        try holder.run()
-        defer { kill(holder.processIdentifier, SIGKILL) }
+        let holder = try ChildProcess("/usr/bin/flock", ["--exclusive", "--no-fork", cache, "sleep", "900"])
+        defer { holder.stop() }
         await offPool {
             let probe = open(cache, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             defer { close(probe) }
@@ -161,7 +156,7 @@ import Testing
         #expect(error?.category == .busy)
         let opening = Task { try await PermissionStore.open(cacheDirectory: cache, executor: testExecutor, lockTimeout: .seconds(60)) }
         try await Task.sleep(for: .milliseconds(100))
-        kill(holder.processIdentifier, SIGKILL)
+        holder.kill()
         let store = try await opening.value
         try await store.set(appId: "app", ["USER_NAME": .allowed])
         #expect(try await store.isAllowed(appId: "app", permission: "USER_NAME"))

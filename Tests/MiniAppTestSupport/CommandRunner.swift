@@ -47,68 +47,33 @@ public enum CommandRunner {
     /// A run still going after `timeoutSeconds` is killed (status 9): a hang fails the test instead of
     /// stalling the suite.
     public static func run(_ arguments: [String], environment: [String: String] = [:], user: UInt32? = nil, timeoutSeconds: Double? = nil) async throws -> CommandResult {
-        let process = Process()
-        if let user {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", executable.path] + arguments
+        let folder = try TemporaryDirectory.make()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let out = folder.appendingPathComponent("stdout").path
+        let err = folder.appendingPathComponent("stderr").path
+        let child = if let user {
+            try ChildProcess(
+                "/usr/bin/setpriv", ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", executable.path] + arguments,
+                environment: try processEnvironment(environment), stdout: .file(out), stderr: .file(err)
+            )
         } else {
-            process.executableURL = executable
-            process.arguments = arguments
+            try ChildProcess(executable.path, arguments, environment: try processEnvironment(environment), stdout: .file(out), stderr: .file(err))
         }
-        process.environment = try processEnvironment(environment)
-        let out = try TemporaryDirectory.make().appendingPathComponent("stdout")
-        let err = out.deletingLastPathComponent().appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        let outHandle = try FileHandle(forWritingTo: out)
-        let errHandle = try FileHandle(forWritingTo: err)
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        process.standardInput = FileHandle.nullDevice
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            // The child has its own copies once it runs: ours are closed at once rather than when this
-            // run is resumed, which on a busy suite is long after (hundreds of finished runs each held
-            // two descriptors). Past about 1,360 open descriptors, Foundation's Process.run reads past
-            // the end of its /proc/self/fd listing (it copies each entry's whole 256-byte name) and can
-            // crash the test process.
-            defer {
-                try? outHandle.close()
-                try? errHandle.close()
-            }
-            do {
-                try process.run()
-                if let timeoutSeconds {
-                    DispatchQueue.global().asyncAfter(deadline: .now() + timeoutSeconds) { [process] in
-                        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-                    }
-                }
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
+        if let timeoutSeconds {
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeoutSeconds) { child.kill() }
         }
-        let result = CommandResult(
+        let status = await child.exited()
+        return CommandResult(
             status: status,
-            stdout: String(decoding: try Data(contentsOf: out), as: UTF8.self),
-            stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self)
+            stdout: String(decoding: try Data(contentsOf: URL(fileURLWithPath: out)), as: UTF8.self),
+            stderr: String(decoding: try Data(contentsOf: URL(fileURLWithPath: err)), as: UTF8.self)
         )
-        try? FileManager.default.removeItem(at: out.deletingLastPathComponent())
-        return result
     }
 
-    /// Starts `miniapp` in the background, with the environment of ``run(_:environment:user:)`` and its
-    /// output discarded: for tests that kill it or let it race others.
-    public static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = try processEnvironment(environment)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return process
+    /// Starts `miniapp` in the background, with the environment of ``run(_:environment:user:timeoutSeconds:)``
+    /// and its output discarded: for tests that kill it or let it race others.
+    public static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
+        try ChildProcess(executable.path, arguments, environment: try processEnvironment(environment))
     }
 
     /// `environment` plus PATH, and HOME in a fresh temporary folder unless given.
@@ -131,15 +96,7 @@ public func runTool(_ path: String, _ arguments: [String], in directory: URL? = 
 /// ``runTool(_:_:in:)`` on the caller's thread, for the rare caller that cannot await (a static, a `defer`).
 @discardableResult
 public func runToolBlocking(_ path: String, _ arguments: [String], in directory: URL? = nil) -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    process.currentDirectoryURL = directory
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return -1 }
-    process.waitUntilExit()
-    return process.terminationStatus
+    (try? ChildProcess(path, arguments, directory: directory?.path))?.waitUntilExit() ?? -1
 }
 
 /// Runs `work` on a thread of its own and returns what it returned. Blocking work (waiting for a
@@ -156,33 +113,6 @@ public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) asy
 public func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         Thread { continuation.resume(returning: work()) }.start()
-    }
-}
-
-extension Process {
-    /// Waits, off Swift's cooperative pool, for the started process to exit; returns its status.
-    @discardableResult
-    public func exited() async -> Int32 {
-        let process = self
-        return await offPool {
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
-    }
-
-    /// Starts the process with its stdout (and stderr, when `mergeErrors`) in a pipe, and returns what it
-    /// printed once it exits; the reading and the waiting happen off Swift's cooperative pool.
-    public func output(mergeErrors: Bool = false) async throws -> String {
-        let pipe = Pipe()
-        standardOutput = pipe
-        if mergeErrors { standardError = pipe }
-        try run()
-        let process = self
-        return await offPool {
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return String(decoding: data, as: UTF8.self)
-        }
     }
 }
 

@@ -116,35 +116,22 @@ public final class PostgresCluster: Sendable {
         }
     }
 
-    /// Runs `tool` and returns its output; without `capture`, its output is thrown away.
-    ///
-    /// posix_spawn and waitpid rather than Foundation's `Process`, which takes a server that a tool
-    /// leaves running (pg_ctl's) for the tool itself and waits for it; and no descriptor but the three
-    /// standard ones reaches the tool (nor the server), so none of the test process's pipes is held open.
+    /// Runs `tool` and returns its output; without `capture`, its output is thrown away. Its output goes
+    /// to a file, not a pipe: pg_ctl leaves a server running that would hold a pipe open.
     @discardableResult
     static func run(_ tool: String, _ arguments: [String], capture: Bool = true, wait: Bool = true) throws -> String {
-        let output = capture ? NSTemporaryDirectory() + "/miniapp-pg-\(UUID().uuidString).out" : "/dev/null"
+        let output = NSTemporaryDirectory() + "/miniapp-pg-\(UUID().uuidString).out"
         defer { if capture { unlink(output) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // A shell closes every other inherited descriptor, then becomes the tool.
-        let closing = #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && exec {fd}>&-; done; exec "$0" "$@""#
-        let argv = (["/bin/bash", "-c", closing, tool] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, "/bin/bash", &actions, nil, argv, environ)
-        guard spawned == 0 else { throw ClusterError(message: "cannot start \(tool): \(String(cString: strerror(spawned)))") }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(tool, arguments, stdout: capture ? .file(output) : .null, stderr: capture ? .standardOutput : .null)
+        } catch {
+            throw ClusterError(message: "\(error)")
+        }
         guard wait else { return "" }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        let status = child.waitUntilExit()
         let text = capture ? ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "") : ""
-        let exited = (status & 0x7F) == 0
-        let code = (status >> 8) & 0xFF
-        guard exited, code == 0 else {
+        guard child.terminationReason == .exit, status == 0 else {
             throw ClusterError(message: "\((tool as NSString).lastPathComponent) failed (status \(status)): \(text)")
         }
         return text

@@ -17,11 +17,8 @@ import Testing
         // The real sample once (with the embedded store); the PostgreSQL run checks the probe app.
         if backend == .sqlite, FileManager.default.fileExists(atPath: Self.sample) { arguments.append(Self.sample) }
         if let store = try await backend.environment()["MINIAPP_PERMISSION_STORE"] { arguments += ["--store", store] }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = arguments
-        let output = try await process.output(mergeErrors: true)
-        #expect(process.terminationStatus == 0, "\(output)")
+        let (status, output) = try await ChildProcess.output("/usr/bin/python3", arguments, mergeErrors: true)
+        #expect(status == 0, "\(output)")
         #expect(output.contains("all browser checks passed"), "\(output)")
         if backend == .sqlite {
             #expect(output.contains("ok: the real sample runs through the bridge") || !FileManager.default.fileExists(atPath: Self.sample), "\(output)")
@@ -56,11 +53,9 @@ import Testing
     /// that stays after the test; its exit status and its output, errors included.
     static func drive(_ script: String) async throws -> (status: Int32, output: String) {
         let work = try TemporaryDirectory.make().path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [repositoryRoot.appendingPathComponent("Tests/Browser/" + script).path, CommandRunner.executable.path, work]
-        let output = try await process.output(mergeErrors: true)
-        return (process.terminationStatus, output)
+        return try await ChildProcess.output(
+            "/usr/bin/python3", [repositoryRoot.appendingPathComponent("Tests/Browser/" + script).path, CommandRunner.executable.path, work], mergeErrors: true
+        )
     }
 
     static let demo = repositoryRoot.appendingPathComponent("Manifests/demo/registry").path

@@ -129,12 +129,8 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
         try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
             // `script` runs the command on a pseudo-terminal, as a person's shell would.
             let command = "MINIAPP_PLATFORM=\(server.baseURL.absoluteString) MINIAPP_PROJECT_ID=proj-1 MINIAPP_CACHE_DIR=\(cache) HOME=\(cache) \(CommandRunner.executable.path) download app-hello"
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-            process.arguments = ["-qec", command, "/dev/null"]
-            process.standardInput = FileHandle.nullDevice
-            let output = try await process.output()
-            #expect(process.terminationStatus == 0, "output: \(output)")
+            let (status, output) = try await ChildProcess.output("/usr/bin/script", ["-qec", command, "/dev/null"])
+            #expect(status == 0, "output: \(output)")
             #expect(output.contains("app-hello ["), "a bar is drawn")
             #expect(output.contains("100%"))
             let quiet = try await runCached(server, cache: cache, ["download", "app-hello", "--force"])
@@ -220,7 +216,7 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
             try await Task.sleep(for: .milliseconds(300))
             let scratch = (try? FileManager.default.contentsOfDirectory(atPath: cache + "/tmp")) ?? []
             #expect(!scratch.isEmpty, "the download was under way when killed")
-            kill(process.processIdentifier, SIGKILL)
+            process.kill(SIGKILL)
             await process.exited()
             #expect(process.terminationReason == .uncaughtSignal, "it ended by itself first, with status \(process.terminationStatus); requests: \(server.requests.map(\.path))")
             #expect(CacheSnapshot(cache).files.isEmpty, "nothing half-installed is visible")

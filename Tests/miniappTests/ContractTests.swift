@@ -140,27 +140,14 @@ import Testing
 
     /// Runs `miniapp arguments` with stdout on `descriptor`; returns how it ended and its stderr.
     /// It waits without blocking a thread: the test server answers on the same thread pool.
-    private func run(_ arguments: [String], stdout descriptor: Int32, environment: [String: String] = [:]) async throws -> (reason: Process.TerminationReason, status: Int32, stderr: String) {
-        let process = Process()
-        process.executableURL = CommandRunner.executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        process.standardOutput = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
+    private func run(_ arguments: [String], stdout descriptor: Int32, environment: [String: String] = [:]) async throws -> (reason: ChildProcess.TerminationReason, status: Int32, stderr: String) {
         let errors = try TemporaryDirectory.make().appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: errors)
-        process.standardError = handle
-        await withCheckedContinuation { continuation in
-            process.terminationHandler = { _ in continuation.resume() }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume()
-            }
-        }
-        try handle.close()
-        return (process.terminationReason, process.terminationStatus, String(decoding: try Data(contentsOf: errors), as: UTF8.self))
+        let process = try ChildProcess(
+            CommandRunner.executable.path, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new },
+            stdout: .descriptor(descriptor), stderr: .file(errors.path)
+        )
+        let status = await process.exited()
+        return (process.terminationReason, status, String(decoding: try Data(contentsOf: errors), as: UTF8.self))
     }
 
     @Test func aReaderThatHasGoneEndsTheCommandBySIGPIPELikeAStockTool() async throws {

@@ -58,11 +58,8 @@ import Testing
     @Test func theQuickStartRunsAgainstTheDemoRegistry() async throws {
         let cache = try TemporaryDirectory.make().path
         let binary = CommandRunner.executable.deletingLastPathComponent().appendingPathComponent("miniapp-quickstart")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = [repositoryRoot.appendingPathComponent("Manifests/demo/registry").path, cache]
-        let text = try await process.output(mergeErrors: true)
-        #expect(process.terminationStatus == 0, "\(text)")
+        let (status, text) = try await ChildProcess.output(binary.path, [repositoryRoot.appendingPathComponent("Manifests/demo/registry").path, cache], mergeErrors: true)
+        #expect(status == 0, "\(text)")
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines.contains("hello hello-1-0-0"))
         #expect(lines.contains(#"hello needs ["rakuten.miniapp.user.USER_NAME"]"#))

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import MiniAppKit
 import MiniAppCore
 import MiniAppTestSupport
@@ -215,15 +216,13 @@ import Testing
             #expect(try await runCached(server, cache: cache, ["permissions", "grant", "app-hello", "rakuten.miniapp.user.USER_NAME"], environment: environment).status == 0)
 
             // Another process holds a write transaction.
-            let writer = Process()
-            writer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            writer.arguments = ["-c", "import sqlite3, sys, time\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(120)", cache + "/permissions.sqlite"]
-            let pipe = Pipe()
-            writer.standardOutput = pipe
-            try writer.run()
-            // SIGKILL: the test runner's threads may block SIGTERM, and a child inherits that.
-            defer { kill(writer.processIdentifier, SIGKILL); writer.waitUntilExit() }
-            #expect(String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("locked"))
+            let writer = try ChildProcess(
+                "/usr/bin/python3",
+                ["-c", "import sqlite3, sys, time\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(120)", cache + "/permissions.sqlite"],
+                stdout: .pipe
+            )
+            defer { writer.stop() }
+            #expect(await offPool { writer.readLine() } == "locked")
 
             for arguments in [["permissions", "show", "app-hello", "--json"], ["load", "app-hello"], ["permissions", "list"]] {
                 let result = try await runCached(server, cache: cache, arguments, environment: environment)
@@ -231,8 +230,8 @@ import Testing
             }
             let write = try await runCached(server, cache: cache, ["permissions", "deny", "app-hello", "rakuten.miniapp.user.USER_NAME"], environment: environment)
             expectFailure(write, status: 73, mentioning: "permissions.sqlite")
-            kill(writer.processIdentifier, SIGKILL)
-            writer.waitUntilExit()
+            writer.kill()
+            await writer.exited()
 
             // The cache folder's flock only guards creating and migrating the store: a current store
             // opens without it.

@@ -8,43 +8,31 @@ import Testing
 /// The reference host service (Examples/HostService) end to end over HTTP, against the demo registry.
 @Suite struct HostServiceTests {
     /// A started `miniapp-host` and the base URL it listens on.
-    final class RunningHost: @unchecked Sendable {
-        let process = Process()
+    final class RunningHost: Sendable {
+        let process: ChildProcess
         let url: String
         /// The browser host's base URL (`http://localhost:<port>/`).
         let browser: String
 
         init(cache: String) async throws {
             let binary = CommandRunner.executable.deletingLastPathComponent().appendingPathComponent("miniapp-host")
-            process.executableURL = binary
-            process.environment = [
+            let environment = [
                 "HOST_PLATFORM": repositoryRoot.appendingPathComponent("Manifests/demo/registry").path,
                 "HOST_CACHE_DIR": cache, "PATH": "/usr/bin:/bin",
             ]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try ChildProcess(binary.path, [], environment: environment, stdout: .pipe)
+            self.process = process
             // Two lines name the URLs, in either order; reading waits for the host to start, off the pool.
             let lines = await offPool {
                 var lines: [String] = []
-                var line = ""
-                while lines.count < 2 {
-                    let byte = output.fileHandleForReading.readData(ofLength: 1)
-                    guard !byte.isEmpty else { break }
-                    line += String(decoding: byte, as: UTF8.self)
-                    if line.hasSuffix("\n") {
-                        lines.append(String(line.dropLast()))
-                        line = ""
-                    }
-                }
+                while lines.count < 2, let line = process.readLine() { lines.append(line) }
                 return lines
             }
             func address(after prefix: String) -> String? {
                 lines.first { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
             }
             guard let found = address(after: "listening on "), let browser = address(after: "browser host on ") else {
-                process.terminate()
+                process.stop()
                 throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the host did not start: \(lines)"])
             }
             url = found

@@ -8,19 +8,15 @@ import NIOHTTP1
 import Testing
 
 /// Starts `miniapp serve` on a free port and returns the process and its base URL.
-func startServe(_ registry: String, _ extra: [String] = [], environment: [String: String]? = nil) async throws -> (Process, URL, URL) {
-    let process = Process()
-    process.executableURL = CommandRunner.executable
-    process.arguments = ["serve", registry, "--port", "0"] + extra
-    if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
+func startServe(_ registry: String, _ extra: [String] = [], environment: [String: String]? = nil) async throws -> (ChildProcess, URL, URL) {
     let directory = try TemporaryDirectory.make()
     let out = directory.appendingPathComponent("out")
     let err = directory.appendingPathComponent("err")
-    _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-    process.standardOutput = try FileHandle(forWritingTo: out)
-    process.standardError = try FileHandle(forWritingTo: err)
-    try process.run()
+    let process = try ChildProcess(
+        CommandRunner.executable.path, ["serve", registry, "--port", "0"] + extra,
+        environment: environment.map { ProcessInfo.processInfo.environment.merging($0) { _, new in new } },
+        stdout: .file(out.path), stderr: .file(err.path)
+    )
     // A bound for a start that never comes, generous: the suite runs hundreds of tests at once on 2 cores.
     let deadline = ContinuousClock.now + .seconds(90)
     while ContinuousClock.now < deadline {
@@ -30,7 +26,7 @@ func startServe(_ registry: String, _ extra: [String] = [], environment: [String
         }
         try await Task.sleep(for: .milliseconds(20))
     }
-    process.terminate()
+    process.stop()
     throw CocoaError(.fileReadUnknown)
 }
 

@@ -76,7 +76,7 @@ func noise(_ count: Int, seed: UInt64) -> String {
                     "MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": cache, "HOME": work,
                 ])
                 try await Task.sleep(for: .milliseconds(delay))
-                kill(process.processIdentifier, SIGKILL)
+                process.kill(SIGKILL)
                 await process.exited()
                 // Whatever is visible as installed is complete and intact.
                 let view = BundleCache(root: cache, namespace: CacheNamespace(platform: .remote(server.baseURL), projectId: "proj-1"), executor: testExecutor)

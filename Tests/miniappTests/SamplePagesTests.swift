@@ -15,11 +15,11 @@ import Testing
             return
         }
         let work = try TemporaryDirectory.make().path + "/sample-pages"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [repositoryRoot.appendingPathComponent("Tests/Browser/sample_pages.py").path, CommandRunner.executable.path, work, BrowserHostTests.sample]
-        let output = try await process.output(mergeErrors: true)
-        #expect(process.terminationStatus == 0, "\(output)")
+        let (status, output) = try await ChildProcess.output(
+            "/usr/bin/python3", [repositoryRoot.appendingPathComponent("Tests/Browser/sample_pages.py").path, CommandRunner.executable.path, work, BrowserHostTests.sample],
+            mergeErrors: true
+        )
+        #expect(status == 0, "\(output)")
         #expect(output.contains("all sample pages passed"), "\(output)")
         for setup in ["granted", "allowed-at-prompts", "denied-at-prompts", "no-profile", "reference-host"] {
             #expect(output.contains("ok: \(setup): OneClick"), "\(setup) reached the last page: \(output)")

@@ -180,7 +180,7 @@ func freePort() throws -> Int {
         return (root, versionId, root + "/apps/hello/versions/" + versionId)
     }
 
-    func stop(_ process: Process) {
+    func stop(_ process: ChildProcess) {
         process.terminate()
         process.waitUntilExit()
     }
@@ -323,11 +323,11 @@ func freePort() throws -> Int {
         let descriptor = try stallingConnection(port: port, "GET /files/min-hello/ver-\(versionId)/bundle.zip HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         defer { close(descriptor) }
         try await Task.sleep(for: .milliseconds(500))
-        kill(process.processIdentifier, SIGTERM)
+        process.kill(SIGTERM)
         for _ in 0..<300 where process.isRunning { try await Task.sleep(for: .milliseconds(100)) }
         #expect(!process.isRunning, "still running 30 s after SIGTERM")
         if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
+            process.kill(SIGKILL)
         } else {
             #expect(process.terminationStatus == 0)
         }
@@ -364,7 +364,7 @@ func freePort() throws -> Int {
 
     /// A registry whose zip is a few hundred kilobytes (a part spans several chunks read from disk);
     /// the zip's URL, its bytes, and the server (to stop).
-    func bigZip() async throws -> (process: Process, url: URL, whole: Data) {
+    func bigZip() async throws -> (process: ChildProcess, url: URL, whole: Data) {
         let (root, versionId, version) = try await registry(extra: ["big.bin": noise(300 << 10, seed: 11)])
         let (process, base, _) = try await startServe(root)
         let whole = try Data(contentsOf: URL(fileURLWithPath: version + "/bundle.zip"))
@@ -512,15 +512,8 @@ func freePort() throws -> Int {
                 server { listen 127.0.0.1:\(port); root \(prefix)/root; }
             }
             """.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
-        let nginx = Process()
-        nginx.executableURL = URL(fileURLWithPath: try #require(nginxPath))
-        nginx.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf"]
-        try nginx.run()
-        // nginx may inherit a signal mask that blocks SIGTERM; SIGKILL ends it anyway.
-        defer {
-            kill(nginx.processIdentifier, SIGKILL)
-            nginx.waitUntilExit()
-        }
+        let nginx = try ChildProcess(try #require(nginxPath), ["-p", prefix, "-c", prefix + "/nginx.conf"])
+        defer { nginx.stop() }
         let nginxURL = try #require(URL(string: "http://127.0.0.1:\(port)/bundle.zip"))
         for _ in 0..<100 where (try? await fetch(nginxURL)) == nil { try await Task.sleep(for: .milliseconds(50)) }
         for range in ["bytes=0-99,200-299,-50", "bytes=0-0,1000-250000,\(whole.count - 2)-\(whole.count + 100)", "bytes=5-9,\(whole.count)-,20-29"] {

@@ -322,7 +322,7 @@ import Testing
             }
             #expect(stalled.withLockedValue { $0 }, "the update was fetching ranges when killed")
             try await Task.sleep(for: .milliseconds(300))
-            kill(process.processIdentifier, SIGKILL)
+            process.kill(SIGKILL)
             await process.exited()
             #expect(process.terminationReason == .uncaughtSignal)
 

@@ -45,22 +45,7 @@ import Testing
     static func reference(_ arguments: [String]) async throws -> Any {
         let output = try TemporaryDirectory.make().appendingPathComponent("reference.json")
         defer { try? FileManager.default.removeItem(at: output.deletingLastPathComponent()) }
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: output)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [corpus + "/reference.py"] + arguments
-        process.standardOutput = handle
-        let _: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        try handle.close()
+        try await ChildProcess("/usr/bin/python3", [corpus + "/reference.py"] + arguments, stdout: .file(output.path)).exited()
         return try JSONSerialization.jsonObject(with: try Data(contentsOf: output))
     }
 
