@@ -116,13 +116,23 @@ struct BrowserHostArguments: ParsableArguments {
         }
     }
 
+    /// Opens `url` with `xdg-open`, and warns once it is known that no browser opened: `xdg-open` is
+    /// not on PATH (env's 127), or it failed (no desktop, no browser set), which the host outlives.
     static func openInBrowser(_ url: URL, quiet: Bool) {
+        let advice = "open \(url.absoluteString) yourself"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["xdg-open", url.absoluteString]
+        process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { Console.warning("cannot open a browser (xdg-open): open \(url.absoluteString) yourself", quiet: quiet) }
+        process.terminationHandler = { ended in
+            guard ended.terminationReason != .exit || ended.terminationStatus != 0 else { return }
+            let why = ended.terminationReason == .exit && ended.terminationStatus == 127
+                ? "xdg-open is not on PATH" : "xdg-open failed with status \(ended.terminationStatus)"
+            Console.warning("cannot open a browser (\(why)): \(advice)", quiet: quiet)
+        }
+        do { try process.run() } catch { Console.warning("cannot open a browser (xdg-open): \(advice)", quiet: quiet) }
     }
 }
 

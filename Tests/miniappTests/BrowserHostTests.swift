@@ -84,6 +84,26 @@ import Testing
         #expect(result.stderr.hasPrefix("error: ") && result.stderr.contains("\(taken.port)") && result.stderr.contains("in use"), "\(result.stderr)")
     }
 
+    /// `--open` where no browser can be opened: the host runs on, and says once how to reach it.
+    @Test func openWithoutXdgOpenWarnsAndKeepsRunning() async throws {
+        let work = try TemporaryDirectory.make().path
+        let errors = work + "/stderr"
+        let process = try ChildProcess(
+            CommandRunner.executable.path, ["run", "hello", "--port", "0", "--open", "--platform", Self.demo, "--cache-dir", work + "/cache"],
+            environment: ["PATH": work, "HOME": work], stdout: .file(work + "/stdout"), stderr: .file(errors)
+        )
+        defer { process.stop() }
+        let deadline = ContinuousClock.now + .seconds(90)
+        var said = ""
+        while !said.contains("warning: "), process.isRunning, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+        }
+        let url = try #require(try String(contentsOfFile: work + "/stdout", encoding: .utf8).split(separator: "\n").first)
+        #expect(said.contains("warning: cannot open a browser (xdg-open is not on PATH): open \(url) yourself"), "\(said)")
+        #expect(process.isRunning, "the host outlives the browser it could not open")
+    }
+
     @Test(arguments: badRuns)
     func runRefusesBadInputWithOneLineAndTheDocumentedCode(arguments: [String], profile: String?, status: Int32, says: String) async throws {
         let work = try TemporaryDirectory.make().path
