@@ -252,16 +252,28 @@ struct PermissionsImportCommand: AsyncParsableCommand {
         }
     }
 
+    /// The most an import reads: a store export of tens of thousands of apps fits many times over, and
+    /// an endless stdin (`/dev/zero`, `yes`) ends with an error instead of filling the memory.
+    static let importLimit = 256 << 20
+
+    /// The bytes of `file`, or of stdin for `-`.
+    static func document(_ file: String) throws -> [UInt8] {
+        let shown = file == "-" ? "stdin" : Sanitizer.printable(file, limit: 120)
+        switch file == "-" ? FileReading.readToEnd(STDIN_FILENO, limit: importLimit) : FileReading.read(file) {
+        case .contents(let bytes) where bytes.count <= importLimit: return bytes
+        case .contents, .unreadable(EFBIG): throw ImportFileError.tooBig(source: shown, limit: importLimit)
+        case .missing: throw ImportFileError.unreadable(source: shown, reason: "it does not exist")
+        case .unreadable(EISDIR) where file != "-":
+            let folder = (try? FileManager.default.attributesOfItem(atPath: file)[.type] as? FileAttributeType) == .typeDirectory
+            throw ImportFileError.unreadable(source: shown, reason: folder ? "it is a folder" : "it is not a regular file (give - and pipe it to stdin)")
+        case .unreadable(let code): throw ImportFileError.unreadable(source: shown, reason: String(cString: strerror(code)))
+        }
+    }
+
     func run() async throws {
         let configuration = try options.configuration(reading: .permissions)
         let file = arguments[arguments.count - 1]
-        let data: Data
-        if file == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            guard let contents = FileManager.default.contents(atPath: file) else { throw BundleFileError.unreadable(path: file, reason: "it cannot be read") }
-            data = contents
-        }
+        let data = try Data(Self.document(file))
         let snapshot = try? RecordCoding.decoder().decode(PermissionSnapshot.self, from: data)
         if let snapshot, snapshot.format == PermissionSnapshot.formatName {
             guard snapshot.version == 1 else { throw PermissionStoreError.invalidImport(reason: "it is a store export of version \(snapshot.version), which this version cannot read") }
@@ -309,6 +321,26 @@ struct PermissionsHistoryCommand: AsyncParsableCommand {
         }
         for change in changes {
             Console.output("\(RecordCoding.format(change.changedAt))  \(change.name)  \(change.from?.rawValue ?? "undecided") -> \(change.to?.rawValue ?? "reset")")
+        }
+    }
+}
+
+/// A document to import that cannot be read.
+enum ImportFileError: CategorizedError {
+    case unreadable(source: String, reason: String)
+    case tooBig(source: String, limit: Int)
+
+    var category: ErrorCategory {
+        switch self {
+        case .unreadable: .notFound
+        case .tooBig: .badData
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .unreadable(let source, let reason): "cannot read \(source): \(reason)"
+        case .tooBig(let source, let limit): "\(source) holds over \(limit >> 20) MiB: not a permission document"
         }
     }
 }

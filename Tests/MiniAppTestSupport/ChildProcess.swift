@@ -10,7 +10,7 @@ import NIOConcurrencyHelpers
 /// process (SIGSEGV in `memcpy`); it also ends the process with a `try!` when a close is interrupted
 /// (EINTR). The suite holds about 2,000 descriptors in its first minutes (a few hundred clients' event
 /// loops and sockets at once), so every start goes through here instead:
-/// - the child gets `/dev/null` on stdin, the outputs asked for, and no other descriptor (glibc's
+/// - the child gets `/dev/null` (or the file asked for) on stdin, the outputs asked for, and no other descriptor (glibc's
 ///   `closefrom` action), so no pipe of the test runner's stays open in a grandchild;
 /// - its signal mask is empty and every signal has its default action (the runner's threads block
 ///   some, and a child would inherit that mask across exec);
@@ -51,10 +51,10 @@ public final class ChildProcess: Sendable {
     private let reaped = NIOLockedValueBox<Int32?>(nil)
 
     /// Starts `executable` (an absolute path) with `arguments`, in `directory` when given, with
-    /// `environment` or else this process's.
+    /// `environment` or else this process's, and `stdin` (a path opened for reading) on stdin.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
-        stdout: Output = .null, stderr: Output = .null
+        stdin: String = "/dev/null", stdout: Output = .null, stderr: Output = .null
     ) throws {
         var pipeEnds: [Int32] = [-1, -1]
         let wantsPipe = [stdout, stderr].contains { if case .pipe = $0 { true } else { false } }
@@ -62,7 +62,7 @@ public final class ChildProcess: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
         for (output, target) in [(stdout, Int32(1)), (stderr, Int32(2))] {
             switch output {
             case .null: posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)

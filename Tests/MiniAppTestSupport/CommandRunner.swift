@@ -43,10 +43,12 @@ public enum CommandRunner {
 
     /// Runs `miniapp` with `arguments` and an environment holding only `environment` plus PATH,
     /// with HOME in a fresh temporary folder unless given; as user and group `user` when given
-    /// (see ``canRunAsAnotherUser``).
+    /// (see ``canRunAsAnotherUser``); with the file at `stdin` on its stdin.
     /// A run still going after `timeoutSeconds` is killed (status 9): a hang fails the test instead of
     /// stalling the suite.
-    public static func run(_ arguments: [String], environment: [String: String] = [:], user: UInt32? = nil, timeoutSeconds: Double? = nil) async throws -> CommandResult {
+    public static func run(
+        _ arguments: [String], environment: [String: String] = [:], user: UInt32? = nil, timeoutSeconds: Double? = nil, stdin: String = "/dev/null"
+    ) async throws -> CommandResult {
         let folder = try TemporaryDirectory.make()
         defer { try? FileManager.default.removeItem(at: folder) }
         let out = folder.appendingPathComponent("stdout").path
@@ -54,10 +56,10 @@ public enum CommandRunner {
         let child = if let user {
             try ChildProcess(
                 "/usr/bin/setpriv", ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", executable.path] + arguments,
-                environment: try processEnvironment(environment), stdout: .file(out), stderr: .file(err)
+                environment: try processEnvironment(environment), stdin: stdin, stdout: .file(out), stderr: .file(err)
             )
         } else {
-            try ChildProcess(executable.path, arguments, environment: try processEnvironment(environment), stdout: .file(out), stderr: .file(err))
+            try ChildProcess(executable.path, arguments, environment: try processEnvironment(environment), stdin: stdin, stdout: .file(out), stderr: .file(err))
         }
         if let timeoutSeconds {
             DispatchQueue.global().asyncAfter(deadline: .now() + timeoutSeconds) { child.kill() }

@@ -28,6 +28,33 @@ import Testing
         try await CommandRunner.run(arguments, environment: environment.merging(store) { $1 })
     }
 
+    /// An import whose document cannot be had: one line and 66 (65 when stdin never ends), nothing
+    /// imported; a document on stdin is read as from a file.
+    @Test func anImportFromAFolderADeviceOrAnEndlessStdinIsOneErrorAndImportsNothing() async throws {
+        try await publish("1", required: ["rakuten.miniapp.user.USER_NAME"])
+        #expect(try await run(["download", "hello"]).status == 0)
+        let before = try await run(["permissions", "export", "--format", "store"]).stdout
+        let refused: [(arguments: [String], stdin: String, status: Int32, says: String)] = [
+            (["permissions", "import", "-"], "/", 66, "cannot read stdin: Is a directory"),
+            (["permissions", "import", "-"], "/dev/zero", 65, "stdin holds over 256 MiB"),
+            (["permissions", "import", "hello", "/"], "/dev/null", 66, "cannot read /: it is a folder"),
+            (["permissions", "import", "hello", "/dev/zero"], "/dev/null", 66, "cannot read /dev/zero: it is not a regular file"),
+            (["permissions", "import", "hello", work + "/none.json"], "/dev/null", 66, "none.json: it does not exist"),
+        ]
+        for refusal in refused {
+            let result = try await CommandRunner.run(refusal.arguments, environment: environment, stdin: refusal.stdin)
+            expectFailure(result, status: refusal.status, mentioning: refusal.says)
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(refusal.arguments): \(result.stderr)")
+        }
+        #expect(try await run(["permissions", "export", "--format", "store"]).stdout == before)
+        let document = work + "/granted.json"
+        try #"[{"permissionName": "rakuten.miniapp.user.USER_NAME", "isPermissionGranted": "ALLOWED"}]"#.write(toFile: document, atomically: true, encoding: .utf8)
+        let imported = try await CommandRunner.run(["permissions", "import", "hello", "-"], environment: environment, stdin: document)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let shown = try await run(["permissions", "show", "hello", "--json"]).json() as? [[String: Any]]
+        #expect(shown?.first { $0["name"] as? String == "rakuten.miniapp.user.USER_NAME" }?["status"] as? String == "ALLOWED")
+    }
+
     /// Root ignores file modes, so the store is made unreadable for another user (nobody) instead.
     @Test(.enabled(if: CommandRunner.canRunAsAnotherUser))
     func anUnreadableStoreGives74AndStaysAsItWas() async throws {

@@ -27,19 +27,32 @@ package enum FileReading {
         guard fstat(descriptor, &info) == 0 else { return .unreadable(errno) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { return .unreadable(EISDIR) }
         // The size is a hint: the loop reads to the end whatever the file does meanwhile.
-        var bytes = [UInt8](repeating: 0, count: max(Int(info.st_size), 0) + 1)
+        return readToEnd(descriptor, sizeHint: max(Int(info.st_size), 0))
+    }
+
+    /// Everything left to read on `descriptor`, whatever it is (standard input: a pipe, a terminal, a
+    /// file); `.unreadable(EFBIG)` once it has given more than `limit` bytes, and the `errno` of a read
+    /// that fails (`EISDIR` for a folder). A non-blocking descriptor that is empty is waited for.
+    package static func readToEnd(_ descriptor: Int32, sizeHint: Int = 0, limit: Int = .max) -> Outcome {
+        var bytes = [UInt8](repeating: 0, count: min(sizeHint, limit) + 1)
         var filled = 0
         while true {
-            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: bytes.count)) }
+            if filled == bytes.count { bytes.append(contentsOf: [UInt8](repeating: 0, count: min(bytes.count, 1 << 24))) }
             let count = bytes.withUnsafeMutableBytes { buffer in
                 Glibc.read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
             }
             if count == 0 { break }
             if count < 0 {
                 if errno == EINTR { continue }
+                if errno == EAGAIN {
+                    var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                    _ = poll(&ready, 1, -1)
+                    continue
+                }
                 return .unreadable(errno)
             }
             filled += count
+            if filled > limit { return .unreadable(EFBIG) }
         }
         bytes.removeLast(bytes.count - filled)
         return .contents(bytes)
