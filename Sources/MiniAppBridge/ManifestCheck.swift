@@ -100,6 +100,9 @@ public enum ManifestCheck {
         case .missing:
             problems.append(ManifestProblem(.missingFile, "the folder holds no manifest.json: the app declares no permission"))
             return problems
+        case .notARegularFile:
+            problems.append(ManifestProblem(.missingFile, "manifest.json is not a regular file"))
+            return problems
         case .unreadable(let code):
             problems.append(ManifestProblem(.missingFile, "manifest.json cannot be read (\(String(cString: strerror(code))))"))
             return problems

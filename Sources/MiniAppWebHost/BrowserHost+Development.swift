@@ -128,6 +128,9 @@ struct DevelopmentReading: Sendable {
         case .missing:
             bytes = nil
             manifest = .success(BundleManifest())
+        case .notARegularFile:
+            bytes = nil
+            manifest = .failure(.malformed(source: source, reason: "it is not a regular file"))
         case .unreadable(let code):
             bytes = nil
             manifest = .failure(.malformed(source: source, reason: "it cannot be read: \(String(cString: strerror(code)))"))

@@ -263,9 +263,7 @@ struct PermissionsImportCommand: AsyncParsableCommand {
         case .contents(let bytes) where bytes.count <= importLimit: return bytes
         case .contents, .unreadable(EFBIG): throw ImportFileError.tooBig(source: shown, limit: importLimit)
         case .missing: throw ImportFileError.unreadable(source: shown, reason: "it does not exist")
-        case .unreadable(EISDIR) where file != "-":
-            let folder = (try? FileManager.default.attributesOfItem(atPath: file)[.type] as? FileAttributeType) == .typeDirectory
-            throw ImportFileError.unreadable(source: shown, reason: folder ? "it is a folder" : "it is not a regular file (give - and pipe it to stdin)")
+        case .notARegularFile: throw ImportFileError.unreadable(source: shown, reason: "it is not a regular file (to import from a pipe, give - and pipe it to stdin)")
         case .unreadable(let code): throw ImportFileError.unreadable(source: shown, reason: String(cString: strerror(code)))
         }
     }

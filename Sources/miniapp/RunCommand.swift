@@ -106,6 +106,7 @@ struct BrowserHostArguments: ParsableArguments {
         switch FileReading.read(path) {
         case .contents(let contents): bytes = contents
         case .missing: throw ValidationError("--host-profile \(shown) does not exist")
+        case .notARegularFile: throw ValidationError("--host-profile \(shown) is not a regular file")
         case .unreadable(let code): throw ValidationError("--host-profile \(shown) cannot be read: \(String(cString: strerror(code)))")
         }
         guard bytes.count <= 1 << 20 else { throw ValidationError("--host-profile \(shown) is over 1 MiB") }

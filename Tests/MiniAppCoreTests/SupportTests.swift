@@ -109,7 +109,14 @@ struct SystemSupportTests {
         #expect(FileReading.contents(folder + "/empty") == [])
         guard case .missing = FileReading.read(folder + "/nothing") else { Issue.record("a missing file is not .missing"); return }
         guard case .missing = FileReading.read(folder + "/big/below") else { Issue.record("a path through a file is not .missing"); return }
-        guard case .unreadable(EISDIR) = FileReading.read(folder) else { Issue.record("a folder is not .unreadable"); return }
+        guard case .notARegularFile = FileReading.read(folder) else { Issue.record("a folder is not .notARegularFile"); return }
+        guard case .notARegularFile = FileReading.read("/dev/zero") else { Issue.record("a device is not .notARegularFile"); return }
+        // The rest of a descriptor, up to a limit.
+        let descriptor = open(folder + "/big", O_RDONLY | O_CLOEXEC)
+        defer { close(descriptor) }
+        guard case .unreadable(EFBIG) = FileReading.readToEnd(descriptor, limit: 100_000) else { Issue.record("past the limit is not EFBIG"); return }
+        lseek(descriptor, 0, SEEK_SET)
+        #expect({ if case .contents(let read) = FileReading.readToEnd(descriptor, limit: bytes.count) { read == bytes } else { false } }())
     }
 
     @Test func forkJoinRunsEveryPartOnceAndConcurrently() {

@@ -37,7 +37,7 @@ import Testing
         let refused: [(arguments: [String], stdin: String, status: Int32, says: String)] = [
             (["permissions", "import", "-"], "/", 66, "cannot read stdin: Is a directory"),
             (["permissions", "import", "-"], "/dev/zero", 65, "stdin holds over 256 MiB"),
-            (["permissions", "import", "hello", "/"], "/dev/null", 66, "cannot read /: it is a folder"),
+            (["permissions", "import", "hello", "/"], "/dev/null", 66, "cannot read /: it is not a regular file"),
             (["permissions", "import", "hello", "/dev/zero"], "/dev/null", 66, "cannot read /dev/zero: it is not a regular file"),
             (["permissions", "import", "hello", work + "/none.json"], "/dev/null", 66, "none.json: it does not exist"),
         ]

@@ -12,12 +12,14 @@ package enum FileReading {
         case contents([UInt8])
         /// The file (or a folder on its path) does not exist.
         case missing
+        /// A folder, a device, a named pipe or a socket: never read (one may never end, or wait).
+        case notARegularFile
         /// Anything else: the `errno` of the call that failed.
         case unreadable(Int32)
     }
 
-    /// The whole file at `path`, following symbolic links. Anything but a regular file is unreadable
-    /// (`EISDIR`), and opening never waits: a named pipe is refused, not read.
+    /// The whole file at `path`, following symbolic links. Anything but a regular file is
+    /// ``Outcome/notARegularFile``, and opening never waits: a named pipe is refused, not read.
     /// With `followingLinks` false, a symbolic link at `path` is unreadable (`ELOOP`).
     package static func read(_ path: String, followingLinks: Bool = true) -> Outcome {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW))
@@ -25,7 +27,7 @@ package enum FileReading {
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return .unreadable(errno) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { return .unreadable(EISDIR) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return .notARegularFile }
         // The size is a hint: the loop reads to the end whatever the file does meanwhile.
         return readToEnd(descriptor, sizeHint: max(Int(info.st_size), 0))
     }

@@ -248,7 +248,7 @@ public struct ConfigurationLoader: Sendable {
         case .contents(let bytes): data = Data(bytes)
         case .missing where !required: return [:]
         case .missing: throw .unreadableFile(path: path, reason: "it does not exist")
-        case .unreadable(EISDIR): throw .unreadableFile(path: path, reason: "it is not a regular file")
+        case .notARegularFile: throw .unreadableFile(path: path, reason: "it is not a regular file")
         case .unreadable: throw .unreadableFile(path: path, reason: "it cannot be read")
         }
         guard case .object(let dictionary)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
