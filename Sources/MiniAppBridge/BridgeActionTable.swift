@@ -64,27 +64,66 @@ package struct BridgeActionDeclaration: Sendable {
         case notSupported
     }
 
+    /// The custom permission a call needs: the manifest must declare it and the store must say
+    /// `ALLOWED` before the host is asked.
+    package enum Gate: Sendable, Equatable {
+        /// None: any app may call it.
+        case open
+        /// This one, whatever the parameters.
+        case permission(KnownPermission)
+        /// The one that the string parameter `parameter` names, by its value (`requestPermission` of
+        /// `location` needs LOCATION); none for any other value.
+        case named(by: String, [String: KnownPermission])
+
+        /// The permission a call with `param` needs.
+        package func permission(for param: JSONValue) -> KnownPermission? {
+            switch self {
+            case .open: nil
+            case .permission(let permission): permission
+            case .named(let parameter, let permissions):
+                if case .string(let value)? = param[parameter] { permissions[value] } else { nil }
+            }
+        }
+
+        /// Every permission some call may need.
+        package var permissions: [KnownPermission] {
+            switch self {
+            case .open: []
+            case .permission(let permission): [permission]
+            case .named(_, let permissions): permissions.keys.sorted().compactMap { permissions[$0] }
+            }
+        }
+    }
+
     package let name: String
     package let answer: Answer
-    /// The custom permission the manifest must declare and the store must say `ALLOWED` before the host
-    /// is asked; `nil` when the action needs none (or decides by its parameters, as `requestPermission`).
-    package let permission: KnownPermission?
+    package let gate: Gate
     package let methods: [BridgeScriptMethod]
 
-    private init(name: String, answer: Answer, permission: KnownPermission?, methods: [BridgeScriptMethod]) {
+    /// The permission every call needs, whatever its parameters; `nil` when none does.
+    package var permission: KnownPermission? {
+        if case .permission(let permission) = gate { permission } else { nil }
+    }
+
+    private init(name: String, answer: Answer, gate: Gate, methods: [BridgeScriptMethod]) {
         self.name = name
         self.answer = answer
-        self.permission = permission
+        self.gate = gate
         self.methods = methods
     }
 
     init(_ name: String, _ answer: Answer, permission: KnownPermission? = nil, _ methods: BridgeScriptMethod...) {
-        self.init(name: name, answer: answer, permission: permission, methods: methods)
+        self.init(name: name, answer: answer, gate: permission.map(Gate.permission) ?? .open, methods: methods)
     }
 
     /// An action the bridge answers.
     init(_ name: String, permission: KnownPermission? = nil, _ methods: BridgeScriptMethod...) {
-        self.init(name: name, answer: .answered, permission: permission, methods: methods)
+        self.init(name: name, answer: .answered, gate: permission.map(Gate.permission) ?? .open, methods: methods)
+    }
+
+    /// An action the bridge answers, behind the permission a parameter names.
+    init(_ name: String, gate: Gate, _ methods: BridgeScriptMethod...) {
+        self.init(name: name, answer: .answered, gate: gate, methods: methods)
     }
 }
 
@@ -111,7 +150,7 @@ extension BridgeDispatcher {
         // Permissions.
         .init("requestCustomPermissions", BridgeScriptMethod(["requestCustomPermissions"], arguments: "permissions", param: "{ permissions: permissions }", .json, parsesErrors: false)),
         .init("getPermissionStatus", BridgeScriptMethod(["utilityManager.getPermissionStatus"], arguments: "name", param: "{ permissionName: name }", .raw, parsesErrors: true)),
-        .init("requestPermission", BridgeScriptMethod(["requestPermission"], arguments: "permission", param: "{ permission: permission }", .raw, parsesErrors: false)),
+        .init("requestPermission", gate: .named(by: "permission", ["location": .location]), BridgeScriptMethod(["requestPermission"], arguments: "permission", param: "{ permission: permission }", .raw, parsesErrors: false)),
         // The user's data, each behind its custom permission.
         .init("getUserName", permission: .userName, BridgeScriptMethod(["getUserName"], .raw, parsesErrors: false)),
         .init("getProfilePhoto", permission: .profilePhoto, BridgeScriptMethod(["getProfilePhoto"], .raw, parsesErrors: false)),

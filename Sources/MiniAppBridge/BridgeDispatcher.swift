@@ -201,18 +201,16 @@ public final class BridgeDispatcher: Sendable {
         return try await answerDeclared(action, param)
     }
 
-    /// The custom permission a call of `action` with `param` needs: the table's, or for
-    /// `requestPermission` of `location`, LOCATION.
+    /// The custom permission a call of `action` with `param` needs, as the table's gate says.
     static func gatingPermission(_ action: String, _ param: JSONValue) -> KnownPermission? {
-        if action == "requestPermission" { return param["permission"] == .string("location") ? .location : nil }
-        return declarations[action]?.permission
+        declarations[action]?.gate.permission(for: param)
     }
 
     /// The names of the script methods whose actions `permission` gates (what an app's code calls), in
     /// the table's order.
     package static func methodNames(gatedBy permission: KnownPermission) -> [String] {
         var names: [String] = []
-        for declaration in declarationList where declaration.name == "requestPermission" ? permission == .location : declaration.permission == permission {
+        for declaration in declarationList where declaration.gate.permissions.contains(permission) {
             for method in declaration.methods {
                 for path in method.paths {
                     let name = String(path.split(separator: ".").last ?? Substring(path))

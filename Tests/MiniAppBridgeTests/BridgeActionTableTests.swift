@@ -23,8 +23,8 @@ import Testing
         return BridgeDispatcher(appId: "app", manifest: manifest, store: store, services: HostProfile.sample, identity: BridgeIdentity(secret: Array(repeating: 5, count: 32)))
     }
 
-    func failure(_ dispatcher: BridgeDispatcher, _ action: String) async throws -> BridgeFailure? {
-        let reply = await dispatcher.reply(to: BridgeMessage(id: "t", action: action, param: .object([:])), capability: try await dispatcher.grant())
+    func failure(_ dispatcher: BridgeDispatcher, _ action: String, _ param: JSONValue = .object([:])) async throws -> BridgeFailure? {
+        let reply = await dispatcher.reply(to: BridgeMessage(id: "t", action: action, param: param), capability: try await dispatcher.grant())
         if case .failure(let failure) = reply.outcome { return failure }
         return nil
     }
@@ -58,9 +58,18 @@ import Testing
     @Test func everyGatedActionIsRefusedWhileItsPermissionIsDenied() async throws {
         let dispatcher = try await open(allowing: false)
         for declaration in BridgeDispatcher.declarationList {
-            guard let permission = declaration.permission else { continue }
-            let refused = try await failure(dispatcher, declaration.name)
-            #expect(refused == .denied(permission, declared: true), "\(declaration.name): \(String(describing: refused))")
+            switch declaration.gate {
+            case .open:
+                continue
+            case .permission(let permission):
+                let refused = try await failure(dispatcher, declaration.name)
+                #expect(refused == .denied(permission, declared: true), "\(declaration.name): \(String(describing: refused))")
+            case .named(let parameter, let permissions):
+                for (value, permission) in permissions {
+                    let refused = try await failure(dispatcher, declaration.name, .object([parameter: .string(value)]))
+                    #expect(refused == .denied(permission, declared: true), "\(declaration.name) of \(value): \(String(describing: refused))")
+                }
+            }
         }
     }
 
