@@ -259,7 +259,7 @@ struct PermissionsImportCommand: AsyncParsableCommand {
     /// The bytes of `file`, or of stdin for `-`.
     static func document(_ file: String) throws -> [UInt8] {
         let shown = file == "-" ? "stdin" : Sanitizer.printable(file, limit: 120)
-        switch file == "-" ? FileReading.readToEnd(STDIN_FILENO, limit: importLimit) : FileReading.read(file) {
+        switch file == "-" ? FileReading.readToEnd(STDIN_FILENO, limit: importLimit) : FileReading.read(file, limit: importLimit) {
         case .contents(let bytes) where bytes.count <= importLimit: return bytes
         case .contents, .unreadable(EFBIG): throw ImportFileError.tooBig(source: shown, limit: importLimit)
         case .missing: throw ImportFileError.unreadable(source: shown, reason: "it does not exist")

@@ -103,13 +103,13 @@ struct BrowserHostArguments: ParsableArguments {
     static func readProfile(_ path: String) throws -> HostProfile {
         let shown = Sanitizer.printable(path, limit: 120)
         let bytes: [UInt8]
-        switch FileReading.read(path) {
+        switch FileReading.read(path, limit: 1 << 20) {
         case .contents(let contents): bytes = contents
         case .missing: throw ValidationError("--host-profile \(shown) does not exist")
         case .notARegularFile: throw ValidationError("--host-profile \(shown) is not a regular file")
+        case .unreadable(EFBIG): throw ValidationError("--host-profile \(shown) is over 1 MiB")
         case .unreadable(let code): throw ValidationError("--host-profile \(shown) cannot be read: \(String(cString: strerror(code)))")
         }
-        guard bytes.count <= 1 << 20 else { throw ValidationError("--host-profile \(shown) is over 1 MiB") }
         do {
             return try HostProfile(json: Data(bytes))
         } catch {

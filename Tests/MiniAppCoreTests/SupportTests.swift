@@ -117,6 +117,11 @@ struct SystemSupportTests {
         guard case .unreadable(EFBIG) = FileReading.readToEnd(descriptor, limit: 100_000) else { Issue.record("past the limit is not EFBIG"); return }
         lseek(descriptor, 0, SEEK_SET)
         #expect({ if case .contents(let read) = FileReading.readToEnd(descriptor, limit: bytes.count) { read == bytes } else { false } }())
+        // A file past the limit is refused from its size, and a sparse one of terabytes allocates nothing.
+        guard case .unreadable(EFBIG) = FileReading.read(folder + "/big", limit: 100_000) else { Issue.record("a file past the limit is not EFBIG"); return }
+        #expect(FileReading.contents(folder + "/big", limit: bytes.count) == bytes)
+        #expect(truncate(folder + "/empty", 8 << 40) == 0)
+        guard case .unreadable(EFBIG) = FileReading.read(folder + "/empty") else { Issue.record("a sparse 8 TiB file is not EFBIG"); return }
     }
 
     @Test func forkJoinRunsEveryPartOnceAndConcurrently() {

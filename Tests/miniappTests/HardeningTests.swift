@@ -42,6 +42,20 @@ import Testing
         expectFailure(result, status: 64, mentioning: "not a regular file")
     }
 
+    /// A sparse file says it holds terabytes: each file a command reads whole is refused from its size
+    /// with one line, before anything is allocated for it.
+    @Test func aSparseFileOfTerabytesIsOneErrorNotACrash() async throws {
+        let huge = work + "/huge.json"
+        #expect(FileManager.default.createFile(atPath: huge, contents: nil) && truncate(huge, 8 << 40) == 0)
+        let environment = ["MINIAPP_CACHE_DIR": work + "/cache", "MINIAPP_PERMISSION_STORE": work + "/permissions.db"]
+        let configured = try await CommandRunner.run(["cache", "list"], environment: environment.merging(["MINIAPP_CONFIG": huge]) { $1 })
+        expectFailure(configured, status: 64, mentioning: "is over 64 MiB")
+        #expect(configured.stderr.split(separator: "\n").count == 1, "\(configured.stderr)")
+        let imported = try await CommandRunner.run(["permissions", "import", "hello", huge], environment: environment)
+        expectFailure(imported, status: 65, mentioning: "over 256 MiB")
+        #expect(imported.stderr.split(separator: "\n").count == 1, "\(imported.stderr)")
+    }
+
     @Test func aSubscriptionKeyOfTheWrongTypeIsNotPrinted() async throws {
         let config = work + "/config.json"
         try #"{"subscriptionKey": 918273645546372819, "platform": "http://127.0.0.1:9/", "projectId": "p"}"#.write(toFile: config, atomically: true, encoding: .utf8)

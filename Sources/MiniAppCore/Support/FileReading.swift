@@ -18,25 +18,33 @@ package enum FileReading {
         case unreadable(Int32)
     }
 
+    /// The most ``read(_:followingLinks:limit:)`` reads unless told otherwise: every file it is used for
+    /// (a config file, a record, a manifest, a file list) is far smaller, and a sparse file that says it
+    /// holds terabytes must end in an error, not in an allocation that kills the process.
+    package static let defaultLimit = 64 << 20
+
     /// The whole file at `path`, following symbolic links. Anything but a regular file is
     /// ``Outcome/notARegularFile``, and opening never waits: a named pipe is refused, not read.
-    /// With `followingLinks` false, a symbolic link at `path` is unreadable (`ELOOP`).
-    package static func read(_ path: String, followingLinks: Bool = true) -> Outcome {
+    /// With `followingLinks` false, a symbolic link at `path` is unreadable (`ELOOP`). A file of more
+    /// than `limit` bytes is `.unreadable(EFBIG)`, known from its size before anything is allocated.
+    package static func read(_ path: String, followingLinks: Bool = true, limit: Int = defaultLimit) -> Outcome {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW))
         guard descriptor >= 0 else { return errno == ENOENT || errno == ENOTDIR ? .missing : .unreadable(errno) }
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return .unreadable(errno) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { return .notARegularFile }
+        guard Int(info.st_size) <= limit else { return .unreadable(EFBIG) }
         // The size is a hint: the loop reads to the end whatever the file does meanwhile.
-        return readToEnd(descriptor, sizeHint: max(Int(info.st_size), 0))
+        return readToEnd(descriptor, sizeHint: max(Int(info.st_size), 0), limit: limit)
     }
 
     /// Everything left to read on `descriptor`, whatever it is (standard input: a pipe, a terminal, a
     /// file); `.unreadable(EFBIG)` once it has given more than `limit` bytes, and the `errno` of a read
     /// that fails (`EISDIR` for a folder). A non-blocking descriptor that is empty is waited for.
     package static func readToEnd(_ descriptor: Int32, sizeHint: Int = 0, limit: Int = .max) -> Outcome {
-        var bytes = [UInt8](repeating: 0, count: min(sizeHint, limit) + 1)
+        // A hint is trusted only so far: the buffer grows as bytes actually arrive.
+        var bytes = [UInt8](repeating: 0, count: min(sizeHint, limit, defaultLimit) + 1)
         var filled = 0
         while true {
             if filled == bytes.count { bytes.append(contentsOf: [UInt8](repeating: 0, count: min(bytes.count, 1 << 24))) }
@@ -60,9 +68,9 @@ package enum FileReading {
         return .contents(bytes)
     }
 
-    /// The whole file at `path`, or `nil` when it is missing or cannot be read.
-    package static func contents(_ path: String, followingLinks: Bool = true) -> [UInt8]? {
-        if case .contents(let bytes) = read(path, followingLinks: followingLinks) { return bytes }
+    /// The whole file at `path`, or `nil` when it is missing, cannot be read or is over `limit` bytes.
+    package static func contents(_ path: String, followingLinks: Bool = true, limit: Int = defaultLimit) -> [UInt8]? {
+        if case .contents(let bytes) = read(path, followingLinks: followingLinks, limit: limit) { return bytes }
         return nil
     }
 

@@ -249,6 +249,7 @@ public struct ConfigurationLoader: Sendable {
         case .missing where !required: return [:]
         case .missing: throw .unreadableFile(path: path, reason: "it does not exist")
         case .notARegularFile: throw .unreadableFile(path: path, reason: "it is not a regular file")
+        case .unreadable(EFBIG): throw .unreadableFile(path: path, reason: "it is over \(FileReading.defaultLimit >> 20) MiB")
         case .unreadable: throw .unreadableFile(path: path, reason: "it cannot be read")
         }
         guard case .object(let dictionary)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
