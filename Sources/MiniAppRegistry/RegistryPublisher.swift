@@ -192,8 +192,9 @@ public struct RegistryPublisher: Sendable {
         try copy(bundle + "/manifest.json", to: version + "/manifest.json")
         for language in FileReading.children(of: bundle + "/_locale") where ManifestLocalizer.isValidLanguage(language) {
             let table = bundle + "/_locale/" + language + "/manifest.json"
-            guard FileManager.default.fileExists(atPath: table) else { continue }
-            guard let data = FileManager.default.contents(atPath: table), (try? JSONDecoder().decode([String: String].self, from: data)) != nil else {
+            let read = FileReading.read(table)
+            if case .missing = read { continue }
+            guard case .contents(let bytes) = read, (try? JSONDecoder().decode([String: String].self, from: Data(bytes))) != nil else {
                 throw RegistryError.invalidBundle(reason: "_locale/\(language)/manifest.json is not a JSON object of strings")
             }
             try make(version + "/_locale/" + language)

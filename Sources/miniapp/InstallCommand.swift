@@ -45,8 +45,12 @@ struct InstallCommand: AsyncParsableCommand {
         let configuration = try options.configuration(reading: .installing)
         var key: PublicKey?
         if let publicKey {
-            guard let pem = FileManager.default.contents(atPath: publicKey) else {
-                throw ValidationError("cannot read --public-key \(publicKey): check the path")
+            let pem: [UInt8]
+            switch FileReading.read(publicKey, limit: keyFileLimit) {
+            case .contents(let bytes): pem = bytes
+            case .missing: throw ValidationError("cannot read --public-key \(publicKey): it does not exist")
+            case .notARegularFile: throw ValidationError("cannot read --public-key \(publicKey): it is not a regular file")
+            case .unreadable(let code): throw ValidationError("cannot read --public-key \(publicKey): \(FileReading.reason(code))")
             }
             do {
                 key = try PublicKey(pem: String(decoding: pem, as: UTF8.self))

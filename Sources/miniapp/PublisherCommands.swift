@@ -13,12 +13,17 @@ struct OutputOptions: ParsableArguments {
     var quiet = false
 }
 
+/// The most a PEM key file may hold: a P-256 key takes a few hundred bytes, with comments a few more.
+let keyFileLimit = 64 << 10
+
 /// Reads a PEM private key file.
 func readSigningKey(_ path: String) throws -> SigningKey {
-    guard let data = FileManager.default.contents(atPath: path) else {
-        throw SignatureError.invalidPrivateKey(path: path, reason: FileManager.default.fileExists(atPath: path) ? "it cannot be read" : "it does not exist")
+    switch FileReading.read(path, limit: keyFileLimit) {
+    case .contents(let bytes): return try SigningKey(pem: String(decoding: bytes, as: UTF8.self), path: path)
+    case .missing: throw SignatureError.invalidPrivateKey(path: path, reason: "it does not exist")
+    case .notARegularFile: throw SignatureError.invalidPrivateKey(path: path, reason: "it is not a regular file")
+    case .unreadable(let code): throw SignatureError.invalidPrivateKey(path: path, reason: FileReading.reason(code))
     }
-    return try SigningKey(pem: String(decoding: data, as: UTF8.self), path: path)
 }
 
 struct KeygenCommand: AsyncParsableCommand {

@@ -56,6 +56,37 @@ import Testing
         #expect(imported.stderr.split(separator: "\n").count == 1, "\(imported.stderr)")
     }
 
+    /// A key file or a manifest.json that is a folder, a device or too big is refused with one line and
+    /// changes nothing: a manifest.json folder is not read as "no manifest".
+    @Test func aKeyOrAManifestThatIsNotARegularFileIsOneError() async throws {
+        #expect(try await CommandRunner.run(["keygen", "--out", work + "/k"]).status == 0)
+        let huge = work + "/huge.pem"
+        #expect(FileManager.default.createFile(atPath: huge, contents: nil) && truncate(huge, 8 << 40) == 0)
+        var files = BundleFactory.helloFiles
+        files["manifest.json"] = nil
+        files["manifest.json/inside"] = "{}"
+        let folder = try BundleFactory.folder(files)
+        let zip = work + "/app.zip"
+        try Data(try BundleFactory.zip(files)).write(to: URL(fileURLWithPath: zip))
+        let cache = ["MINIAPP_CACHE_DIR": work + "/cache"]
+        let install = ["install", zip, "--app-id", "hello", "--version-id", "v-1", "--signature", "AAAA"]
+        let refused: [(arguments: [String], status: Int32, says: String)] = [
+            (["sign", zip, "--version-id", "v-1", "--key", "/dev/zero"], 64, "/dev/zero: it is not a regular file"),
+            (["sign", zip, "--version-id", "v-1", "--key", huge], 64, "huge.pem: it is too big"),
+            (install + ["--public-key", work], 64, "it is not a regular file"),
+            (install + ["--public-key", huge], 64, "it is too big"),
+            (install + ["--public-key", work + "/k.pub.pem", "--signature-policy", "advisory"], 65, "manifest.json (it is not a regular file)"),
+            (["publish", folder, "--registry", work + "/registry", "--app-id", "hello", "--version-tag", "1.0.0", "--key", work + "/k.pem"], 65, "manifest.json (it is not a regular file)"),
+        ]
+        for refusal in refused {
+            let result = try await CommandRunner.run(refusal.arguments, environment: cache)
+            expectFailure(result, status: refusal.status, mentioning: refusal.says)
+            #expect(result.stderr.split(separator: "\n").first { $0.hasPrefix("error:") } != nil && !result.stderr.contains("Fatal"), "\(refusal.arguments): \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: work + "/cache/bundles/local/hello"), "nothing installed")
+        #expect(!FileManager.default.fileExists(atPath: work + "/registry/apps/hello"), "nothing published")
+    }
+
     @Test func aSubscriptionKeyOfTheWrongTypeIsNotPrinted() async throws {
         let config = work + "/config.json"
         try #"{"subscriptionKey": 918273645546372819, "platform": "http://127.0.0.1:9/", "projectId": "p"}"#.write(toFile: config, atomically: true, encoding: .utf8)

@@ -1,11 +1,16 @@
 import Foundation
 
 extension BundleManifest {
-    /// The manifest.json at the root of a bundle folder; an absent file is an empty manifest.
+    /// The manifest.json at the root of a bundle folder; an absent file is an empty manifest, but a
+    /// folder (or anything else that is not a regular file) by that name is a malformed one.
     public static func read(bundleDirectory: String) throws(ManifestError) -> BundleManifest {
-        let path = bundleDirectory + "/manifest.json"
-        guard let data = FileManager.default.contents(atPath: path) else { return BundleManifest() }
-        return try decode(Array(data), source: "the bundle's manifest.json")
+        let source = "the bundle's manifest.json"
+        switch FileReading.read(bundleDirectory + "/manifest.json") {
+        case .contents(let bytes): return try decode(bytes, source: source)
+        case .missing: return BundleManifest()
+        case .notARegularFile: throw .malformed(source: source, reason: "it is not a regular file")
+        case .unreadable(let code): throw .malformed(source: source, reason: FileReading.reason(code))
+        }
     }
 
     /// The manifest in `bytes`; a malformed one is a ``ManifestError`` naming `source` and what is wrong.

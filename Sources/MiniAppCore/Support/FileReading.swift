@@ -68,6 +68,11 @@ package enum FileReading {
         return .contents(bytes)
     }
 
+    /// Why a read that ended in `.unreadable(code)` failed, as a message says it after "it".
+    package static func reason(_ code: Int32) -> String {
+        code == EFBIG ? "it is too big" : "it cannot be read: " + String(cString: strerror(code))
+    }
+
     /// The whole file at `path`, or `nil` when it is missing, cannot be read or is over `limit` bytes.
     package static func contents(_ path: String, followingLinks: Bool = true, limit: Int = defaultLimit) -> [UInt8]? {
         if case .contents(let bytes) = read(path, followingLinks: followingLinks, limit: limit) { return bytes }
