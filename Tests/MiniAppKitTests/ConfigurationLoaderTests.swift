@@ -46,6 +46,18 @@ import Testing
         #expect(configuration.cacheDirectory == "/tmp/file-cache")
     }
 
+    /// An empty variable is unset, as a shell user expects; an empty path given on the command line or
+    /// in the file is an error, not the current folder.
+    @Test func anEmptyCacheFolderOrPlatformIsRefusedUnlessItIsAnEmptyVariable() throws {
+        #expect(try loader(["MINIAPP_CACHE_DIR": "", "MINIAPP_PLATFORM": ""]).load().cacheDirectory == home.path + "/.cache/miniapp")
+        #expect(throws: ConfigurationError.invalidValue(setting: "cache directory", source: "--cache-dir", value: "", expected: "the path is empty; give the folder of the cache")) {
+            try loader().load(ConfigurationOverrides(cacheDirectory: ""))
+        }
+        #expect(throws: ConfigurationError.self) { try loader().load(ConfigurationOverrides(platform: "")) }
+        _ = try writeConfig(#"{"cacheDir": ""}"#)
+        #expect(throws: ConfigurationError.self) { try loader().load() }
+    }
+
     @Test func xdgPathsAreUsedForConfigAndCache() throws {
         let xdgConfig = home.appendingPathComponent("xdg-config").path
         _ = try writeConfig(#"{"projectId": "from-xdg"}"#, at: xdgConfig + "/miniapp/config.json")

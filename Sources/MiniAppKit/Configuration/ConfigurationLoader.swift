@@ -126,8 +126,16 @@ public struct ConfigurationLoader: Sendable {
         let file = try readConfigFile()
         let lookup = SettingLookup(overrides: overrides, environment: environment, file: file, reading: settings)
 
-        let cacheDirectory = try lookup.string(.cacheDir, override: overrides.cacheDirectory)
-            .map { absolute($0.value) } ?? defaultCacheDirectory()
+        let cacheDirectory: String
+        if let given = try lookup.string(.cacheDir, override: overrides.cacheDirectory) {
+            // An empty path given on purpose would be the current folder: a cache made wherever the command ran.
+            guard !given.value.isEmpty else {
+                throw .invalidValue(setting: "cache directory", source: given.source, value: "", expected: "the path is empty; give the folder of the cache")
+            }
+            cacheDirectory = absolute(given.value)
+        } else {
+            cacheDirectory = defaultCacheDirectory()
+        }
         var configuration = MiniAppConfiguration(cacheDirectory: cacheDirectory)
 
         if let platform = try lookup.string(.platform, override: overrides.platform) {
@@ -227,6 +235,10 @@ public struct ConfigurationLoader: Sendable {
                                     expected: "use a base URL such as https://platform.example/ (no query, fragment or credentials)")
             }
             return .remote(url)
+        }
+        if value.isEmpty {
+            throw .invalidValue(setting: "platform", source: source, value: value,
+                                expected: "the value is empty; use an http:// or https:// URL or a registry directory")
         }
         if value.contains("://") {
             throw .invalidValue(setting: "platform", source: source, value: value,
