@@ -83,7 +83,7 @@ enum CLIMessages {
     private static func describe(_ error: PermissionStoreError) -> String {
         switch error {
         case .unavailable(let path, let reason):
-            return "cannot use the permission store \(path): \(reason); check --cache-dir and its permissions"
+            return "cannot use the permission store \(path): \(reason); check \(SettingDeclaration.permissionStore.flag) (by default the store lives in \(SettingDeclaration.cacheDir.flag)) and its permissions"
         case .launchRefused(let appId, let missing):
             return "app \(appId) may not launch: required permission\(missing.count == 1 ? "" : "s") not allowed: \(missing.joined(separator: ", ")); grant with 'miniapp permissions grant \(appId) <name>...'"
         default:
