@@ -104,7 +104,7 @@ public enum ManifestCheck {
             problems.append(ManifestProblem(.missingFile, "manifest.json is not a regular file"))
             return problems
         case .unreadable(let code):
-            problems.append(ManifestProblem(.missingFile, "manifest.json cannot be read (\(String(cString: strerror(code))))"))
+            problems.append(ManifestProblem(.missingFile, "manifest.json: " + FileReading.reason(code)))
             return problems
         case .contents(let bytes):
             problems += Self.problems(inManifest: bytes)

@@ -133,7 +133,7 @@ struct DevelopmentReading: Sendable {
             manifest = .failure(.malformed(source: source, reason: "it is not a regular file"))
         case .unreadable(let code):
             bytes = nil
-            manifest = .failure(.malformed(source: source, reason: "it cannot be read: \(String(cString: strerror(code)))"))
+            manifest = .failure(.malformed(source: source, reason: FileReading.reason(code)))
         case .contents(let contents):
             bytes = contents
             manifest = Result { () throws(ManifestError) in try BundleManifest.decode(contents, source: source) }
