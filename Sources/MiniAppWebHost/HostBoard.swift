@@ -54,14 +54,18 @@ struct HostNotice: Sendable {
 /// The host's side of the user interface: the sessions of host pages (each with its secret), the
 /// prompts waiting for the user, and the notices host pages poll for.
 final class HostBoard: Sendable {
+    /// A prompt waiting for the user, with the notice that showed it: a page that opens later, or
+    /// that polls after more notices came than are kept, is shown it again from here.
     private struct Pending {
         let prompt: PermissionPrompt
         let continuation: CheckedContinuation<[String: PermissionStatus], Never>
+        let notice: HostNotice
     }
 
     private struct PendingSheet {
         let sheet: HostSheet
         let continuation: CheckedContinuation<JSONValue?, Never>
+        let notice: HostNotice
     }
 
     private struct State {
@@ -76,6 +80,11 @@ final class HostBoard: Sendable {
 
         func waiting(for appId: String) -> Int {
             pending.values.filter { $0.prompt.appId == appId }.count + sheets.values.filter { $0.sheet.appId == appId }.count
+        }
+
+        /// The notices of the prompts and sheets still waiting, oldest first.
+        var waitingNotices: [HostNotice] {
+            (pending.values.map(\.notice) + sheets.values.map(\.notice)).sorted { $0.sequence < $1.sequence }
         }
     }
 
@@ -134,8 +143,7 @@ final class HostBoard: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 state.withLock { state in
-                    state.pending[id] = Pending(prompt: prompt, continuation: continuation)
-                    post(.prompt(id: id, prompt), in: &state)
+                    state.pending[id] = Pending(prompt: prompt, continuation: continuation, notice: post(.prompt(id: id, prompt), in: &state))
                 }
                 if Task.isCancelled { _ = settle(id, with: [:]) }
             }
@@ -178,8 +186,7 @@ final class HostBoard: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 state.withLock { state in
-                    state.sheets[id] = PendingSheet(sheet: sheet, continuation: continuation)
-                    post(.sheet(id: id, sheet), in: &state)
+                    state.sheets[id] = PendingSheet(sheet: sheet, continuation: continuation, notice: post(.sheet(id: id, sheet), in: &state))
                 }
                 if Task.isCancelled { _ = answer(id, with: nil) }
             }
@@ -208,54 +215,61 @@ final class HostBoard: Sendable {
 
     /// Tells the host pages what an app did, without waiting for anyone.
     func inform(appId: String, kind: String, payload: JSONValue) {
-        state.withLock { post(.info(appId: appId, kind: kind, payload: payload), in: &$0) }
+        post(.info(appId: appId, kind: kind, payload: payload))
     }
 
     /// Tells the host pages that a development folder's app changed (`reload` or `warning`).
     func notifyDevelopment(appId: String, kind: String) {
-        state.withLock { post(.development(appId: appId, change: kind), in: &$0) }
+        post(.development(appId: appId, change: kind))
     }
 
     /// Tells the host pages that an app's permissions changed from the panel: they read its state again.
     func notifyStateChanged(appId: String) {
-        state.withLock { post(.development(appId: appId, change: "state"), in: &$0) }
+        post(.development(appId: appId, change: "state"))
     }
 
     /// The app asks to be closed.
     func close(appId: String) {
-        state.withLock { post(.closed(appId: appId), in: &$0) }
+        post(.closed(appId: appId))
     }
 
     /// The notices after `sequence`, waiting up to `wait` for one. A page that just opened (`sequence`
-    /// 0) gets at once the prompts still waiting and the sequence to go on from.
+    /// 0) gets at once the prompts and sheets still waiting and the sequence to go on from. A page whose
+    /// `sequence` is older than the notices kept also gets the waiting ones it would have missed: no app
+    /// can hide another's prompt from the user by posting notices of its own.
     func notices(after sequence: Int, wait: Duration) async -> (next: Int, notices: [HostNotice]) {
         if sequence == 0 {
-            return state.withLock { state in
-                let waiting = Set(state.pending.keys).union(state.sheets.keys)
-                let replay = state.notices.filter { notice in
-                    switch notice.kind {
-                    case .prompt(let id, _), .sheet(let id, _): return waiting.contains(id)
-                    default: return false
-                    }
-                }
-                return (state.sequence, replay)
-            }
+            return state.withLock { state in (state.sequence, state.waitingNotices) }
         }
         let deadline = ContinuousClock.now + wait
         while true {
             let generation = changes.generation
-            let found = state.withLock { state in (state.sequence, state.notices.filter { $0.sequence > sequence }) }
+            let found = state.withLock { state in
+                let kept = state.notices.filter { $0.sequence > sequence }
+                let firstKept = state.notices.first?.sequence ?? state.sequence + 1
+                guard firstKept > sequence + 1 else { return (state.sequence, kept) }
+                let dropped = state.waitingNotices.filter { $0.sequence > sequence && $0.sequence < firstKept }
+                return (state.sequence, dropped + kept)
+            }
             if !found.1.isEmpty || ContinuousClock.now >= deadline || Task.isCancelled { return found }
             await changes.wait(after: generation, for: deadline - ContinuousClock.now)
         }
     }
 
+    /// Adds a notice that nothing waits on.
+    private func post(_ kind: HostNotice.Kind) {
+        state.withLock { _ = post(kind, in: &$0) }
+    }
+
     /// Adds a notice (under the state's lock) and wakes the pages' polls.
-    private func post(_ kind: HostNotice.Kind, in state: inout State) {
+    @discardableResult
+    private func post(_ kind: HostNotice.Kind, in state: inout State) -> HostNotice {
         state.sequence += 1
-        state.notices.append(HostNotice(sequence: state.sequence, kind: kind))
+        let notice = HostNotice(sequence: state.sequence, kind: kind)
+        state.notices.append(notice)
         if state.notices.count > Self.maxNotices { state.notices.removeFirst(state.notices.count - Self.maxNotices) }
         changes.signal()
+        return notice
     }
 }
 
