@@ -96,30 +96,30 @@ public enum ManifestCheck {
         if lstat(folder + "/index.html", &info) != 0 || (info.st_mode & S_IFMT) != S_IFREG {
             problems.append(ManifestProblem(.missingFile, "the folder holds no index.html (a regular file at its top): the app has no start page"))
         }
-        switch FileReading.read(folder + "/manifest.json", followingLinks: false) {
-        case .missing:
+        let read = FileReading.read(folder + "/manifest.json", followingLinks: false)
+        if case .missing = read {
             problems.append(ManifestProblem(.missingFile, "the folder holds no manifest.json: the app declares no permission"))
             return problems
-        case .notARegularFile:
-            problems.append(ManifestProblem(.missingFile, "manifest.json is not a regular file"))
-            return problems
-        case .unreadable(let code):
-            problems.append(ManifestProblem(.missingFile, "manifest.json: " + FileReading.reason(code)))
-            return problems
-        case .contents(let bytes):
-            problems += Self.problems(inManifest: bytes)
-            guard let manifest = try? BundleManifest.decode(bytes, source: "manifest.json") else { return problems }
-            let wanted = manifest.reqPermissions.compactMap { KnownPermission(rawValue: PermissionName.full($0.name)) }
-            guard !wanted.isEmpty else { return problems }
-            let scripts = ScriptText(folder: folder)
-            for permission in wanted {
-                let methods = BridgeDispatcher.methodNames(gatedBy: permission)
-                if !methods.isEmpty, !methods.contains(where: scripts.contains) {
-                    problems.append(ManifestProblem(.unusedRequirement, "reqPermissions requires \(permission.rawValue), but no script of the folder calls \(methods.joined(separator: " or ")): make it optional (optPermissions) or drop it"))
-                }
-            }
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try read.bytes()
+        } catch {
+            problems.append(ManifestProblem(.missingFile, "manifest.json: \(error)"))
             return problems
         }
+        problems += Self.problems(inManifest: bytes)
+        guard let manifest = try? BundleManifest.decode(bytes, source: "manifest.json") else { return problems }
+        let wanted = manifest.reqPermissions.compactMap { KnownPermission(rawValue: PermissionName.full($0.name)) }
+        guard !wanted.isEmpty else { return problems }
+        let scripts = ScriptText(folder: folder)
+        for permission in wanted {
+            let methods = BridgeDispatcher.methodNames(gatedBy: permission)
+            if !methods.isEmpty, !methods.contains(where: scripts.contains) {
+                problems.append(ManifestProblem(.unusedRequirement, "reqPermissions requires \(permission.rawValue), but no script of the folder calls \(methods.joined(separator: " or ")): make it optional (optPermissions) or drop it"))
+            }
+        }
+        return problems
     }
 
     /// The permission declarations of `value` (the list under `key`), as (name, index) pairs, with the

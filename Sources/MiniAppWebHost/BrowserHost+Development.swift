@@ -124,21 +124,10 @@ struct DevelopmentReading: Sendable {
 
     init(folder: String, language: String) {
         let source = "the development folder's manifest.json"
-        switch FileReading.read(folder + "/manifest.json", followingLinks: false) {
-        case .missing:
-            bytes = nil
-            manifest = .success(BundleManifest())
-        case .notARegularFile:
-            bytes = nil
-            manifest = .failure(.malformed(source: source, reason: "it is not a regular file"))
-        case .unreadable(let code):
-            bytes = nil
-            manifest = .failure(.malformed(source: source, reason: FileReading.reason(code)))
-        case .contents(let contents):
-            bytes = contents
-            manifest = Result { () throws(ManifestError) in try BundleManifest.decode(contents, source: source) }
-                .map { ManifestLocalizer(bundleDirectory: folder, language: language).localize($0) }
-        }
+        let read = FileReading.read(folder + "/manifest.json", followingLinks: false)
+        bytes = try? read.bytes()
+        manifest = Result { () throws(ManifestError) in try BundleManifest.decode(read, source: source) }
+            .map { ManifestLocalizer(bundleDirectory: folder, language: language).localize($0) }
         problems = ManifestCheck.problems(ofFolder: folder)
     }
 }

@@ -46,11 +46,10 @@ struct InstallCommand: AsyncParsableCommand {
         var key: PublicKey?
         if let publicKey {
             let pem: [UInt8]
-            switch FileReading.read(publicKey, limit: keyFileLimit) {
-            case .contents(let bytes): pem = bytes
-            case .missing: throw ValidationError("cannot read --public-key \(publicKey): it does not exist")
-            case .notARegularFile: throw ValidationError("cannot read --public-key \(publicKey): it is not a regular file")
-            case .unreadable(let code): throw ValidationError("cannot read --public-key \(publicKey): \(FileReading.reason(code))")
+            do {
+                pem = try FileReading.read(publicKey, limit: keyFileLimit).bytes()
+            } catch {
+                throw ValidationError("cannot read --public-key \(publicKey): \(error)")
             }
             do {
                 key = try PublicKey(pem: String(decoding: pem, as: UTF8.self))

@@ -260,8 +260,8 @@ struct PermissionsImportCommand: AsyncParsableCommand {
     static func document(_ file: String) throws -> [UInt8] {
         let shown = file == "-" ? "stdin" : Sanitizer.printable(file, limit: 120)
         switch file == "-" ? FileReading.readToEnd(STDIN_FILENO, limit: importLimit) : FileReading.read(file, limit: importLimit) {
-        case .contents(let bytes) where bytes.count <= importLimit: return bytes
-        case .contents, .unreadable(EFBIG): throw ImportFileError.tooBig(source: shown, limit: importLimit)
+        case .contents(let bytes): return bytes
+        case .unreadable(EFBIG): throw ImportFileError.tooBig(source: shown, limit: importLimit)
         case .missing: throw ImportFileError.unreadable(source: shown, reason: "it does not exist")
         case .notARegularFile: throw ImportFileError.unreadable(source: shown, reason: "it is not a regular file (to import from a pipe, give - and pipe it to stdin)")
         case .unreadable(let code): throw ImportFileError.unreadable(source: shown, reason: String(cString: strerror(code)))

@@ -18,12 +18,13 @@ let keyFileLimit = 64 << 10
 
 /// Reads a PEM private key file.
 func readSigningKey(_ path: String) throws -> SigningKey {
-    switch FileReading.read(path, limit: keyFileLimit) {
-    case .contents(let bytes): return try SigningKey(pem: String(decoding: bytes, as: UTF8.self), path: path)
-    case .missing: throw SignatureError.invalidPrivateKey(path: path, reason: "it does not exist")
-    case .notARegularFile: throw SignatureError.invalidPrivateKey(path: path, reason: "it is not a regular file")
-    case .unreadable(let code): throw SignatureError.invalidPrivateKey(path: path, reason: FileReading.reason(code))
+    let pem: [UInt8]
+    do {
+        pem = try FileReading.read(path, limit: keyFileLimit).bytes()
+    } catch {
+        throw SignatureError.invalidPrivateKey(path: path, reason: error.description)
     }
+    return try SigningKey(pem: String(decoding: pem, as: UTF8.self), path: path)
 }
 
 struct KeygenCommand: AsyncParsableCommand {

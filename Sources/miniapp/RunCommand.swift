@@ -102,18 +102,18 @@ struct BrowserHostArguments: ParsableArguments {
     /// The host profile in `path`: a regular file of at most 1 MiB holding one JSON object.
     static func readProfile(_ path: String) throws -> HostProfile {
         let shown = Sanitizer.printable(path, limit: 120)
+        let read = FileReading.read(path, limit: 1 << 20)
+        if case .unreadable(EFBIG) = read { throw ValidationError("--host-profile \(shown): it is over 1 MiB") }
         let bytes: [UInt8]
-        switch FileReading.read(path, limit: 1 << 20) {
-        case .contents(let contents): bytes = contents
-        case .missing: throw ValidationError("--host-profile \(shown) does not exist")
-        case .notARegularFile: throw ValidationError("--host-profile \(shown) is not a regular file")
-        case .unreadable(EFBIG): throw ValidationError("--host-profile \(shown) is over 1 MiB")
-        case .unreadable(let code): throw ValidationError("--host-profile \(shown) cannot be read: \(String(cString: strerror(code)))")
+        do {
+            bytes = try read.bytes()
+        } catch {
+            throw ValidationError("--host-profile \(shown): \(error)")
         }
         do {
             return try HostProfile(json: Data(bytes))
         } catch {
-            throw ValidationError("--host-profile \(Sanitizer.printable(path, limit: 120)): \(error.description)")
+            throw ValidationError("--host-profile \(shown): \(error.description)")
         }
     }
 

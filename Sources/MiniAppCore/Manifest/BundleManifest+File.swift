@@ -4,13 +4,20 @@ extension BundleManifest {
     /// The manifest.json at the root of a bundle folder; an absent file is an empty manifest, but a
     /// folder (or anything else that is not a regular file) by that name is a malformed one.
     public static func read(bundleDirectory: String) throws(ManifestError) -> BundleManifest {
-        let source = "the bundle's manifest.json"
-        switch FileReading.read(bundleDirectory + "/manifest.json") {
-        case .contents(let bytes): return try decode(bytes, source: source)
-        case .missing: return BundleManifest()
-        case .notARegularFile: throw .malformed(source: source, reason: "it is not a regular file")
-        case .unreadable(let code): throw .malformed(source: source, reason: FileReading.reason(code))
+        try decode(FileReading.read(bundleDirectory + "/manifest.json"), source: "the bundle's manifest.json")
+    }
+
+    /// The manifest a read of a manifest.json gave: empty when the file is missing, malformed (naming
+    /// `source`) when it could not be read or is not a valid manifest.
+    package static func decode(_ read: FileReading.Outcome, source: String) throws(ManifestError) -> BundleManifest {
+        if case .missing = read { return BundleManifest() }
+        let bytes: [UInt8]
+        do {
+            bytes = try read.bytes()
+        } catch {
+            throw .malformed(source: source, reason: error.description)
         }
+        return try decode(bytes, source: source)
     }
 
     /// The manifest in `bytes`; a malformed one is a ``ManifestError`` naming `source` and what is wrong.

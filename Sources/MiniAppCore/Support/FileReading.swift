@@ -16,6 +16,17 @@ package enum FileReading {
         case notARegularFile
         /// Anything else: the `errno` of the call that failed.
         case unreadable(Int32)
+
+        /// The bytes read, or why there are none.
+        package func bytes() throws(Failure) -> [UInt8] {
+            switch self {
+            case .contents(let bytes): return bytes
+            case .missing: throw Failure(description: "it does not exist")
+            case .notARegularFile: throw Failure(description: "it is not a regular file")
+            case .unreadable(EFBIG): throw Failure(description: "it is too big")
+            case .unreadable(let code): throw Failure(description: "it cannot be read: " + String(cString: strerror(code)))
+            }
+        }
     }
 
     /// The most ``read(_:followingLinks:limit:)`` reads unless told otherwise: every file it is used for
@@ -68,9 +79,10 @@ package enum FileReading {
         return .contents(bytes)
     }
 
-    /// Why a read that ended in `.unreadable(code)` failed, as a message says it after "it".
-    package static func reason(_ code: Int32) -> String {
-        code == EFBIG ? "it is too big" : "it cannot be read: " + String(cString: strerror(code))
+    /// Why a read gave no bytes, as a message says it after the file's name: "it does not exist", "it
+    /// is not a regular file", "it is too big", "it cannot be read: <errno's words>".
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// The whole file at `path`, or `nil` when it is missing, cannot be read or is over `limit` bytes.

@@ -255,14 +255,17 @@ public struct ConfigurationLoader: Sendable {
 
     private func readConfigFile() throws(ConfigurationError) -> [String: JSONValue] {
         guard let (path, required) = configFile else { return [:] }
-        let data: Data
-        switch FileReading.read(path) {
-        case .contents(let bytes): data = Data(bytes)
+        let read = FileReading.read(path)
+        switch read {
         case .missing where !required: return [:]
-        case .missing: throw .unreadableFile(path: path, reason: "it does not exist")
-        case .notARegularFile: throw .unreadableFile(path: path, reason: "it is not a regular file")
         case .unreadable(EFBIG): throw .unreadableFile(path: path, reason: "it is over \(FileReading.defaultLimit >> 20) MiB")
-        case .unreadable: throw .unreadableFile(path: path, reason: "it cannot be read")
+        default: break
+        }
+        let data: Data
+        do {
+            data = Data(try read.bytes())
+        } catch {
+            throw .unreadableFile(path: path, reason: error.description)
         }
         guard case .object(let dictionary)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
             throw .unreadableFile(path: path, reason: "it is not a JSON object")
