@@ -74,6 +74,14 @@ import Testing
         #expect(try await run(["load", "hello", "--offline"]).status == 0, "the store's owner still launches the app")
     }
 
+    /// A store named by --permission-store that cannot be used points at that option, not only at the
+    /// cache folder where a store lives by default.
+    @Test func anUnusableNamedStorePointsAtItsOption() async throws {
+        let result = try await run(["permissions", "list", "--permission-store", work])
+        expectFailure(result, status: 74, mentioning: "check --permission-store")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+    }
+
     /// The manifest is read before the store is changed: a grant, a denial or an import whose app the
     /// platform does not know fails and decides nothing.
     @Test func aDecisionWhoseManifestCannotBeReadChangesNothing() async throws {
