@@ -129,6 +129,11 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
+            // The host page's and the dialects' web code, as files, built into the binary.
+            resources: [
+                "bridge-core.js", "bridge-rakuten.js", "bridge-rakuten-global.js", "bridge-webkit.js", "bridge-url-scheme.js",
+                "host-page.html", "host.css", "host.js", "host-chrome.js", "panel.js", "panel.css",
+            ].map { .embedInCode("Resources/" + $0) },
             swiftSettings: settings
         ),
         .executableTarget(

@@ -21,6 +21,8 @@ public final class BridgeDispatcher: Sendable {
     public let appId: String
     /// The running version's manifest.
     public let manifest: BundleManifest
+    /// How the app calls: the actions answered, and their gates.
+    public let dialect: BridgeDialect
     let store: PermissionStore
     let services: any BridgeHostServices
     /// The host's environment: the host may change it (a developer edits the host's profile), and every
@@ -44,23 +46,26 @@ public final class BridgeDispatcher: Sendable {
     /// The bridge of app `appId` running the version whose manifest is `manifest`.
     ///
     /// - Parameters:
+    ///   - dialect: how the app calls its host: the actions answered and their gates (Rakuten's by default).
     ///   - customActions: actions the host adds, by name; a name the bridge already answers is ignored.
     ///   - faults: answers the host forces on actions (``BridgeFault``), checked before every call.
     ///   - logger: where the bridge logs refusals (app id and action, never the data).
     public init(
         appId: String, manifest: BundleManifest, store: PermissionStore, services: any BridgeHostServices,
-        environment: BridgeEnvironment = BridgeEnvironment(), identity: BridgeIdentity,
+        environment: BridgeEnvironment = BridgeEnvironment(), identity: BridgeIdentity, dialect: BridgeDialect = .rakuten,
         customActions: [String: BridgeAction] = [:], faults: BridgeFaults = BridgeFaults(),
         logger: Logger = Logger(label: "miniapp.bridge", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.appId = appId
         self.manifest = manifest
+        self.dialect = dialect
         self.store = store
         self.services = services
         self.environmentState = Mutex(environment)
         self.faults = faults
         self.identity = identity
-        self.customActions = customActions.filter { Self.builtInActions.contains($0.key) == false }
+        let own = dialect.answersTheActionTable ? Self.builtInActions : Set(dialect.actions.map(\.name))
+        self.customActions = customActions.filter { own.contains($0.key) == false }
         self.logger = logger
     }
 
@@ -141,7 +146,7 @@ public final class BridgeDispatcher: Sendable {
             outcome = .failure(error)
         }
         if callStreams.isObserved {
-            let permission = Self.gatingPermission(message.action, message.param)
+            let permission = gatingPermission(message.action, message.param)
             callStreams.send(BridgeCall(
                 action: message.action, param: message.param, permission: permission,
                 permissionDeclared: permission.map { declared.contains($0.rawValue) } ?? true, outcome: outcome,
@@ -192,18 +197,45 @@ public final class BridgeDispatcher: Sendable {
     /// own action of that name, else the SDK's not-supported error for an action the SDK sends that this
     /// bridge cannot carry out, else an unknown action.
     private func answer(_ action: String, _ param: JSONValue) async throws(BridgeFailure) -> String? {
+        guard dialect.answersTheActionTable else { return try await answerInDialect(action, param) }
         guard let declaration = Self.declarations[action], declaration.answer == .answered else {
             if let custom = customActions[action] { return try await custom(appId, param) }
             if Self.declarations[action] != nil { throw .notSupported(action) }
             throw BridgeFailure(type: "UnknownActionError", message: "this host has no action '\(action)'")
         }
-        if let permission = Self.gatingPermission(action, param) { try await requireAllowed(permission) }
+        if let permission = gatingPermission(action, param) { try await requireAllowed(permission) }
         return try await answerDeclared(action, param)
     }
 
-    /// The custom permission a call of `action` with `param` needs, as the table's gate says.
-    static func gatingPermission(_ action: String, _ param: JSONValue) -> KnownPermission? {
-        declarations[action]?.gate.permission(for: param)
+    /// The answer to `action` of a dialect other than Rakuten's: the dialect's action behind its gate,
+    /// else a host's own action of that name, else an unknown action.
+    private func answerInDialect(_ action: String, _ param: JSONValue) async throws(BridgeFailure) -> String? {
+        guard let declared = dialect.action(named: action) else {
+            if let custom = customActions[action] { return try await custom(appId, param) }
+            throw BridgeFailure(type: "UnknownActionError", message: "this \(dialect.title) host has no action '\(Sanitizer.printable(action, limit: 64))'")
+        }
+        switch declared.gate {
+        case .open: break
+        case .permission(let permission): try await requireAllowed(permission)
+        case .device(let name):
+            guard try await services.devicePermission(appId: appId, name: name) else {
+                if let refusal = declared.refusal { return refusal }
+                throw BridgeFailure(type: "PERMISSION_DENIED", message: "the user has not allowed the device permission '\(Sanitizer.printable(name, limit: 64))'")
+            }
+        }
+        switch declared.answer {
+        case .table:
+            return try await answerDeclared(action, param)
+        case .host(let answer):
+            return try await answer(BridgeDialect.Context(appId: appId, param: param, services: services, events: { [weak self] event in self?.send(event) }))
+        }
+    }
+
+    /// The custom permission a call of `action` with `param` needs, as the dialect's gate says.
+    func gatingPermission(_ action: String, _ param: JSONValue) -> KnownPermission? {
+        guard !dialect.answersTheActionTable else { return Self.declarations[action]?.gate.permission(for: param) }
+        if case .permission(let permission)? = dialect.action(named: action)?.gate { return permission }
+        return nil
     }
 
     /// The names of the script methods whose actions `permission` gates (what an app's code calls), in

@@ -68,6 +68,21 @@ public protocol BridgeHostServices: Sendable {
     /// The device's position (`getCurrentPosition`, LOCATION checked first); throws `PERMISSION_DENIED`
     /// or `POSITION_UNAVAILABLE` as the Geolocation API names its errors.
     func currentPosition(appId: String) async throws(BridgeFailure) -> BridgePosition
+    /// Whether the host is online (Liquid State's `online_status`).
+    func isOnline(appId: String) async -> Bool
+    /// The device's biometrics (Liquid State's `feature_status`).
+    func biometrics(appId: String) async -> BridgeBiometrics
+    /// Opens `file` in the host's viewer (Liquid State's `open_file`): a web page, or a file of the app's
+    /// own, which the host confines to the installed app.
+    func openFile(appId: String, _ file: BridgeFileReference) async throws(BridgeFailure)
+    /// Something the app tells its host, which the host shows or acts on (its authentication, a tab to
+    /// switch to, a haptic, the app maximized...).
+    func signal(appId: String, _ signal: BridgeSignal) async throws(BridgeFailure)
+    /// A command for the host's own media player (Forem's podcast and video players).
+    func media(appId: String, _ command: BridgeMediaCommand) async throws(BridgeFailure)
+    /// Lets the user pick an image (cropped to `ratio`, width over height, when given), calls `uploading`
+    /// once picked, uploads it and answers its link (Forem's `imageUpload`); throws when the user picked none.
+    func uploadImage(appId: String, ratio: Double?, uploading: @escaping @Sendable () -> Void) async throws(BridgeFailure) -> String
 }
 
 extension BridgeHostServices {
@@ -107,6 +122,120 @@ extension BridgeHostServices {
     }
     public func imageFromGallery(appId: String) async throws(BridgeFailure) -> BridgeImage { throw .notSupported("getImageFromGallery") }
     public func currentPosition(appId: String) async throws(BridgeFailure) -> BridgePosition { throw .notSupported("getCurrentPosition") }
+    public func isOnline(appId: String) async -> Bool { true }
+    public func biometrics(appId: String) async -> BridgeBiometrics { BridgeBiometrics(status: .notPresent) }
+    public func openFile(appId: String, _ file: BridgeFileReference) async throws(BridgeFailure) { throw .notSupported("open_file") }
+    public func signal(appId: String, _ signal: BridgeSignal) async throws(BridgeFailure) { throw .notSupported(signal.action) }
+    public func media(appId: String, _ command: BridgeMediaCommand) async throws(BridgeFailure) { throw .notSupported(command.player.rawValue) }
+    public func uploadImage(appId: String, ratio: Double?, uploading: @escaping @Sendable () -> Void) async throws(BridgeFailure) -> String {
+        throw .notSupported("imageUpload")
+    }
+}
+
+/// What the device offers of biometric authentication, as a host profile's `biometrics` says it:
+/// `{"status": "available", "type": ["face"]}`.
+public struct BridgeBiometrics: Sendable, Equatable, Codable {
+    /// Whether biometrics can be used.
+    public enum Status: String, Sendable, Codable, CaseIterable {
+        /// The device has none.
+        case notPresent = "not_present"
+        /// There is no passcode, or the user turned them off.
+        case disabled
+        /// Present and allowed, with nothing enrolled.
+        case notEnrolled = "not_enrolled"
+        /// Ready to use.
+        case available
+    }
+
+    /// Whether they can be used.
+    public var status: Status
+    /// The kinds available (`touch`, `face`, `iris`) when ``status`` is `available`.
+    public var type: [String]?
+
+    /// Biometrics in `status`, of the kinds `type`.
+    public init(status: Status, type: [String]? = nil) {
+        self.status = status
+        self.type = type
+    }
+}
+
+/// A file an app asks its host to open.
+public enum BridgeFileReference: Sendable, Equatable {
+    /// An `http` or `https` URL.
+    case web(String)
+    /// A file of the app's own, by its path below the app's folder (no `..`, no leading `/`).
+    case app(path: String)
+    /// A file by its absolute path (no `..`): the host opens it only when it is inside the app's folder.
+    case file(String)
+}
+
+/// What an app tells its host, for the host to show or act on.
+public enum BridgeSignal: Sendable, Equatable {
+    /// The app logged the user in or out (`set_authentication_status`).
+    case authentication(isAuthenticated: Bool)
+    /// Whether the app is ready for the host to present notifications (`set_notification_presentation_status`).
+    case notificationsReady(Bool)
+    /// While enabled, the host's Back control is the app's to handle (`set_back_override`).
+    case backOverride(enabled: Bool)
+    /// Switch to the tab `id` (`switch_tab`): reset to its launch first when `reset`, then at `route`
+    /// when given; the tab switched to gets `params`.
+    case switchTab(id: String, reset: Bool, route: String?, params: JSONValue?)
+    /// New titles, icons or visibility for tabs, by tab id (`set_tab_appearance`).
+    case tabAppearance([String: JSONValue])
+    /// Reload the whole app: every tab, its configuration and navigation (`reset`).
+    case reset
+    /// Back to the app's first launch, its storage and state cleared, authentication kept (`clearall`).
+    case clearAll
+    /// A haptic feedback of this style (`heavy`, `light`, `medium`).
+    case haptic(String)
+    /// The app's page finished loading its content (Corva's `pageLoaded`).
+    case pageLoaded
+    /// The app fills the screen (`true`, Corva's `appMaximized`) or is back to its size (`appRestored`):
+    /// the host hides its own chrome meanwhile.
+    case maximized(Bool)
+    /// The user's data as the app's page holds it now (Forem's `body`), `nil` when signed out.
+    case userData(String?)
+
+    /// The action that sends it.
+    public var action: String {
+        switch self {
+        case .authentication: "set_authentication_status"
+        case .notificationsReady: "set_notification_presentation_status"
+        case .backOverride: "set_back_override"
+        case .switchTab: "switch_tab"
+        case .tabAppearance: "set_tab_appearance"
+        case .reset: "reset"
+        case .clearAll: "clearall"
+        case .haptic: "haptic"
+        case .pageLoaded, .maximized: "swiftHandler"
+        case .userData: "body"
+        }
+    }
+}
+
+/// A command for the host's media player.
+public struct BridgeMediaCommand: Sendable, Equatable {
+    /// Which of the host's players.
+    public enum Player: String, Sendable {
+        /// The audio player (Forem's `podcast` handler).
+        case podcast
+        /// The video player (Forem's `video` handler).
+        case video
+    }
+
+    /// The player the command is for.
+    public var player: Player
+    /// What to do: `play`, `load`, `seek`, `rate`, `muted`, `volume`, `pause`, `terminate`, `metadata`.
+    public var action: String
+    /// The command's values, as text (`url`, `seconds`, `rate`, `muted`, `volume`, `episodeName`...).
+    public var values: [String: String]
+
+    /// A command `action` for `player` with `values`.
+    public init(player: Player, action: String, values: [String: String] = [:]) {
+        self.player = player
+        self.action = action
+        self.values = values
+    }
 }
 
 /// A position, as the Geolocation API's `GeolocationCoordinates`.

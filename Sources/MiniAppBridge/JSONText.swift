@@ -10,6 +10,28 @@ package enum JSONText {
         return text
     }
 
+    /// The JSON text of an object whose keys are written in the order given: the shapes other hosts'
+    /// documents print, key for key.
+    package static func ordered(_ fields: [(String, OrderedJSON)]) -> String {
+        var text = ""
+        append(.object(fields), to: &text)
+        return text
+    }
+
+    private static func append(_ value: OrderedJSON, to text: inout String) {
+        switch value {
+        case .string(let string): appendString(string, to: &text)
+        case .bool(let flag): text += flag ? "true" : "false"
+        case .array(let items): appendList(items, "[", "]", to: &text) { append($0, to: &$1) }
+        case .object(let fields):
+            appendList(fields, "{", "}", to: &text) { field, text in
+                appendString(field.0, to: &text)
+                text += ":"
+                append(field.1, to: &text)
+            }
+        }
+    }
+
     private static func append(_ value: JSONValue, to text: inout String) {
         switch value {
         case .null: text += "null"
@@ -23,23 +45,28 @@ package enum JSONText {
                 text += "null"
             }
         case .string(let string): appendString(string, to: &text)
-        case .array(let items):
-            text += "["
-            for (index, item) in items.enumerated() {
-                if index > 0 { text += "," }
-                append(item, to: &text)
-            }
-            text += "]"
+        case .array(let items): appendList(items, "[", "]", to: &text) { append($0, to: &$1) }
         case .object(let fields):
-            text += "{"
-            for (index, key) in fields.keys.sorted().enumerated() {
-                if index > 0 { text += "," }
+            appendList(fields.keys.sorted(), "{", "}", to: &text) { key, text in
                 appendString(key, to: &text)
                 text += ":"
                 append(fields[key]!, to: &text)
             }
-            text += "}"
         }
+    }
+
+    /// `items` between `open` and `close`, separated by commas, each written by `each`.
+    private static func appendList<Items: Collection>(
+        _ items: Items, _ open: String, _ close: String, to text: inout String, _ each: (Items.Element, inout String) -> Void
+    ) {
+        text += open
+        var first = true
+        for item in items {
+            if !first { text += "," }
+            first = false
+            each(item, &text)
+        }
+        text += close
     }
 
     private static func appendString(_ string: String, to text: inout String) {
@@ -68,4 +95,12 @@ package enum JSONText {
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
+}
+
+/// A JSON value whose objects keep their keys in order (``JSONText/ordered(_:)``).
+package indirect enum OrderedJSON: Sendable {
+    case string(String)
+    case bool(Bool)
+    case array([OrderedJSON])
+    case object([(String, OrderedJSON)])
 }

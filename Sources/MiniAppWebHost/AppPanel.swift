@@ -3,11 +3,12 @@ import MiniAppBridge
 import MiniAppCore
 import Synchronization
 
-/// What the host page's panel keeps of one app: its latest bridge calls, and the faults its developer
-/// forces on its actions.
+/// What the host page's panel keeps of one app: its latest bridge calls, the faults its developer
+/// forces on its actions, and what the app told the host.
 final class AppPanel: Sendable {
     let calls = CallLog()
     let faults = BridgeFaults()
+    let signals = HostSignals()
 }
 
 /// The latest bridge calls of one app, numbered, in a ring of the newest ``capacity``: the bridge's
@@ -101,5 +102,90 @@ extension BridgeCall {
 
     private static func shortened(_ text: String) -> String {
         text.count <= shownCharacters ? text : text.prefix(shownCharacters) + "… (\(text.count) characters)"
+    }
+}
+
+/// What an app told its host that the host page shows, kept for a page that opens later: its
+/// authentication, whether it is ready for notifications (and those held back until it is), whether it
+/// overrides Back, is maximized, finished loading, and the user's data it holds.
+final class HostSignals: Sendable {
+    struct State: Sendable {
+        var authenticated: Bool?
+        var notificationsReady = false
+        var backOverride = false
+        var maximized = false
+        var pageLoaded = false
+        /// The user's data the app's page holds (Forem's `body`); `.some(nil)` once read and empty.
+        var userData: String??
+        var held: [JSONValue] = []
+        var notifications = 0
+    }
+
+    private let state = Mutex(State())
+    /// Notifications held at once, beyond which the oldest goes.
+    static let maxHeld = 64
+
+    var snapshot: State { state.withLock { $0 } }
+
+    func update(_ change: (inout State) -> Void) { state.withLock { change(&$0) } }
+
+    /// A notification for the app: shown now when the app is ready for notifications (returned), else
+    /// held until it is.
+    func post(title: String, body: String) -> JSONValue? {
+        state.withLock { state in
+            state.notifications += 1
+            let notification: JSONValue = .object(["id": .number(Double(state.notifications)), "title": .string(title), "body": .string(body)])
+            guard state.notificationsReady else {
+                state.held.append(notification)
+                if state.held.count > Self.maxHeld { state.held.removeFirst(state.held.count - Self.maxHeld) }
+                return nil
+            }
+            return notification
+        }
+    }
+
+    /// Sets whether the app is ready for notifications; the notifications held until now when it is.
+    func setReady(_ ready: Bool) -> [JSONValue] {
+        state.withLock { state in
+            state.notificationsReady = ready
+            guard ready else { return [] }
+            defer { state.held = [] }
+            return state.held
+        }
+    }
+
+    /// What the host page reads of them.
+    var json: JSONValue {
+        let now = snapshot
+        var fields: [String: JSONValue] = [
+            "notificationsReady": .bool(now.notificationsReady), "backOverride": .bool(now.backOverride), "maximized": .bool(now.maximized),
+            "pageLoaded": .bool(now.pageLoaded), "heldNotifications": .number(Double(now.held.count)),
+            "authenticated": now.authenticated.map { .bool($0) } ?? .null,
+        ]
+        if case .some(let data) = now.userData { fields["userData"] = data.map { .string($0) } ?? .null }
+        return .object(fields)
+    }
+}
+
+/// Images the host's upload took (Forem's `imageUpload`), served at `/uploads/<token>` of the host page's
+/// origin: the link the app receives. The newest ``maxKept`` are kept, in memory.
+final class UploadStore: Sendable {
+    private let uploads = Mutex<[(token: String, type: String, bytes: [UInt8])]>([])
+    static let maxKept = 32
+
+    /// Keeps `bytes` of image type `type`; answers the token that names it.
+    func keep(_ bytes: [UInt8], type: String) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let token = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }.hexString
+        uploads.withLock { uploads in
+            uploads.append((token, type, bytes))
+            if uploads.count > Self.maxKept { uploads.removeFirst(uploads.count - Self.maxKept) }
+        }
+        return token
+    }
+
+    /// The image `token` names.
+    func image(_ token: String) -> (type: String, bytes: [UInt8])? {
+        uploads.withLock { uploads in uploads.first { $0.token == token }.map { ($0.type, $0.bytes) } }
     }
 }

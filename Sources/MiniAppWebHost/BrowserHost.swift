@@ -41,8 +41,13 @@ public final class BrowserHost: Sendable {
     public let limits: BridgeLimits
     /// Actions the host adds to every app's bridge.
     public let customActions: [String: BridgeAction]
+    /// How the host's apps call it: the script in their pages, the actions answered, the host page's chrome.
+    public let dialect: BridgeDialect
+    /// Where apps are launched, over the profile's `launch` and the dialect's.
+    public let launch: Launch
     let logger: Logger
     let board = HostBoard()
+    let uploads = UploadStore()
     /// The apps served, by origin label.
     private let apps = Mutex<[String: RunningApp]>([:])
     /// What the host page's panel keeps of each app, by app id: it outlives the app's bridges (a
@@ -51,13 +56,31 @@ public final class BrowserHost: Sendable {
     /// The port once bound (for port 0), else the one asked for.
     let boundPort: NIOLockedValueBox<Int>
 
-    /// A host for the apps cached by `installer`.
+    /// Where the host page loads its apps: a path and query items, over the host profile's `launch` and
+    /// the dialect's (a query item of the same name is replaced).
+    public struct Launch: Sendable, Equatable {
+        /// The path, such as `/dashboards/1234`; the profile's or the dialect's when `nil`.
+        public var path: String?
+        /// Query items added last.
+        public var query: [URLQueryItem]
+
+        /// A launch at `path` with `query`.
+        public init(path: String? = nil, query: [URLQueryItem] = []) {
+            self.path = path
+            self.query = query
+        }
+    }
+
+    /// A host for the apps cached by `installer`, speaking `dialect` (the profile's, else Rakuten's,
+    /// when `nil`).
     public init(
         installer: BundleInstaller, store: PermissionStore, profile: HostProfile = HostProfile(), environment: BridgeEnvironment? = nil,
         identity: BridgeIdentity, host: String = "127.0.0.1", port: Int = 0, limits: BridgeLimits = BridgeLimits(),
-        customActions: [String: BridgeAction] = [:],
+        dialect: BridgeDialect? = nil, launch: Launch = Launch(), customActions: [String: BridgeAction] = [:],
         logger: Logger = Logger(label: "miniapp.host", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
+        self.dialect = dialect ?? profile.dialect.flatMap { BridgeDialect.builtIn[$0] } ?? .rakuten
+        self.launch = launch
         self.installer = installer
         self.store = store
         self.profileState = NIOLockedValueBox(profile)
@@ -93,16 +116,22 @@ public final class BrowserHost: Sendable {
     /// served.
     @discardableResult
     func serve(appId: String, root: String, versionId: String, manifest: BundleManifest, development: DevelopmentSession?) -> BridgeDispatcher {
-        let services = BrowserHostServices(profile: profileState, board: board, store: store, logger: logger)
         let panel = panels.withLock { panels in
             if let kept = panels[appId] { return kept }
             let made = AppPanel()
             panels[appId] = made
             return made
         }
+        let label = Self.label(of: appId), bound = boundPort
+        let place = BrowserHostServices.Place(
+            root: root, appOrigin: { "http://\(label).localhost:\(bound.withLockedValue { $0 })" }, hostOrigin: { "http://localhost:\(bound.withLockedValue { $0 })" }
+        )
+        let services = BrowserHostServices(
+            profile: profileState, board: board, store: store, logger: logger, place: place, signals: panel.signals, uploads: uploads
+        )
         let dispatcher = BridgeDispatcher(
             appId: appId, manifest: manifest, store: store, services: services, environment: environment, identity: identity,
-            customActions: customActions, faults: panel.faults, logger: logger
+            dialect: dialect, customActions: customActions, faults: panel.faults, logger: logger
         )
         let events = EventLog()
         let board = self.board
@@ -155,6 +184,29 @@ public final class BrowserHost: Sendable {
         guard let app = app(label: Self.label(of: appId)), app.appId == appId else { return false }
         app.dispatcher.send(event)
         return true
+    }
+
+    /// The path and the encoded query the host page loads an app at: `launch`'s, over the profile's,
+    /// over the dialect's (whose session token item comes from the profile's `sessionToken`).
+    var launchLocation: (path: String, query: String) {
+        let profile = self.profile
+        let path = launch.path ?? profile.launch?.path ?? dialect.launch.path
+        var items: [(String, String)] = []
+        func add(_ name: String, _ value: String) {
+            items.removeAll { $0.0 == name }
+            items.append((name, value))
+        }
+        for item in dialect.launch.query {
+            switch item.value {
+            case .text(let value): add(item.name, value)
+            case .sessionToken: if let token = profile.sessionToken { add(item.name, token) }
+            }
+        }
+        for (name, value) in (profile.launch?.query ?? [:]).sorted(by: { $0.key < $1.key }) { add(name, value) }
+        for item in launch.query { add(item.name, item.value ?? "") }
+        let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        func encoded(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
+        return (path, items.map { encoded($0.0) + "=" + encoded($0.1) }.joined(separator: "&"))
     }
 
     /// The app served on origin label `label`.

@@ -25,6 +25,9 @@ extension BrowserHostResponder {
             } catch {
                 return Self.json(.badRequest, ["error": .string(error.description)])
             }
+            if let dialect = profile.dialect, dialect != host.dialect.name {
+                return Self.json(.badRequest, ["error": .string("this host speaks \(host.dialect.name): a host's dialect is chosen when it starts (--dialect)")])
+            }
             host.setProfile(profile)
             return Self.body(try Self.profileText(profile), type: "application/json", cache: false)
         case (.delete, 4) where parts[0] == "apps" && parts[2] == "permissions":

@@ -8,6 +8,7 @@ import MiniAppPermissions
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import Synchronization
 internal import CDispatch
 
 /// Answers the host page's origin and every app's origin, told apart by the `Host` header.
@@ -70,6 +71,14 @@ struct BrowserHostResponder: HTTPResponder {
             return try await api(request, path: String(path.dropFirst("/api/".count)))
         }
         guard request.method == .get || request.method == .head else { return Self.text(.methodNotAllowed, "only GET is served here") }
+        if path.hasPrefix("/uploads/") {
+            // An image the host's upload took: its link is the app's, unguessable, served to any page.
+            guard let image = host.uploads.image(String(path.dropFirst("/uploads/".count))) else { return Self.text(.notFound, "no such upload") }
+            var response = Response(status: .ok, headers: [.contentType: image.type], body: ResponseBody(byteBuffer: ByteBuffer(bytes: image.bytes)))
+            response.headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
+            response.headers[HTTPField.Name("Cross-Origin-Resource-Policy")!] = "cross-origin"
+            return response
+        }
         if path == "/" || path.hasPrefix("/apps/"), !Self.isTopLevelVisit(request) {
             // A page, and with it a session, only for the user's own visit: an app's fetch, frame or
             // cross-site window must not mint sessions (nor push the user's out of the list).
@@ -87,6 +96,8 @@ struct BrowserHostResponder: HTTPResponder {
         switch path {
         case "/host.js":
             return Self.body(HostPage.script, type: "text/javascript; charset=utf-8")
+        case "/host.css":
+            return Self.body(PageResources.text(.hostStyle), type: "text/css; charset=utf-8")
         case "/panel.js":
             return Self.body(HostPanel.script, type: "text/javascript; charset=utf-8")
         case "/panel.css":
@@ -115,11 +126,43 @@ struct BrowserHostResponder: HTTPResponder {
     private func page(for app: RunningApp?, port: Int) -> Response {
         let secret = board.openSession()
         let frames = "http://*.localhost:\(port)"
-        var response = Self.body(HostPage.html(appId: app?.appId, appOrigin: app.map { "http://\($0.label).localhost:\(port)" }, apps: host.openApps.map(\.appId).sorted(), session: secret), type: "text/html; charset=utf-8")
-        response.headers[.contentSecurityPolicy] = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-src \(frames); frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+        let apps = host.openApps
+        let appOrigin = app.map { "http://\($0.label).localhost:\(port)" }
+        let html = HostPage.html(
+            appId: app?.appId, appOrigin: appOrigin, apps: apps.map(\.appId).sorted(), dialect: host.dialect.name, session: secret,
+            data: pageData(appOrigin: appOrigin, apps: apps, port: port)
+        )
+        var response = Self.body(html, type: "text/html; charset=utf-8")
+        // The file viewer shows web pages (without their scripts), the players play media from anywhere,
+        // the now-playing card shows the podcast's image.
+        response.headers[.contentSecurityPolicy] = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: http: https:; media-src http: https: data: blob:; connect-src 'self'; frame-src \(frames) http: https:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         response.headers[.cacheControl] = "no-store"
         return response
+    }
+
+    /// What the host page's scripts read: the dialect and its events, where apps launch, the tabs and
+    /// navigation of the host profile, the apps' origins.
+    private func pageData(appOrigin: String?, apps: [RunningApp], port: Int) -> JSONValue {
+        let profile = host.profile, dialect = host.dialect, launch = host.launchLocation
+        var fields: [String: JSONValue] = [
+            "appOrigin": appOrigin.map { .string($0) } ?? .null,
+            "origins": .object(Dictionary(uniqueKeysWithValues: apps.map { ($0.appId, .string("http://\($0.label).localhost:\(port)")) })),
+            "dialect": .object(["name": .string(dialect.name), "title": .string(dialect.title), "anyEvent": .bool(dialect.transports.contains(.miniAppBridge))]),
+            "events": .array(dialect.events.map { .object(["name": .string($0.name), "example": .string($0.example), "summary": .string($0.summary)]) }),
+            "launch": .object(["path": .string(launch.path), "query": .string(launch.query)]),
+            "labels": HostPage.labels,
+            "sample": .bool(profile.sample == true),
+        ]
+        let encoder = JSONEncoder()
+        func json<Value: Encodable>(_ value: Value?) -> JSONValue {
+            guard let value, let data = try? encoder.encode(value), let parsed = JSONReader.value(Array(data), maxDepth: 16) else { return .null }
+            return parsed
+        }
+        fields["tabs"] = json(profile.tabs)
+        fields["navigation"] = json(profile.navigation)
+        fields["biometrics"] = json(profile.biometrics)
+        return .object(fields)
     }
 
     private func api(_ request: Request, path: String) async throws -> Response {
@@ -147,7 +190,7 @@ struct BrowserHostResponder: HTTPResponder {
             guard board.answer(id, with: fields["answer"]) else { return Self.json(.notFound, ["error": .string("no such sheet is waiting")]) }
             return Self.json(.ok, ["answered": .bool(true)])
         case (.post, 3) where parts[0] == "apps" && parts[2] == "events":
-            // The host sends the app an event: its pages receive it as the SDK's listeners expect.
+            // The host sends the app an event: its pages receive it as the dialect's apps expect.
             guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
             var request = request
             let body = try await request.collectBody(upTo: 64 * 1024)
@@ -157,8 +200,46 @@ struct BrowserHostResponder: HTTPResponder {
             }
             var message = ""
             if case .string(let text)? = fields["message"] { message = text }
+            let dialect = host.dialect
+            if !dialect.transports.contains(.miniAppBridge) {
+                guard let event = dialect.event(named: name) else {
+                    let known = dialect.events.map(\.name).joined(separator: ", ")
+                    return Self.json(.badRequest, ["error": .string("a \(dialect.title) host sends \(known); not \(Sanitizer.printable(name, limit: 64))")])
+                }
+                let json: Bool = switch event.delivery {
+                case .function(_, .json, _), .inputValue: true
+                default: false
+                }
+                if json, JSONReader.value(Array(message.utf8), maxDepth: 16) == nil {
+                    return Self.json(.badRequest, ["error": .string("\(name) carries a JSON message, such as \(event.example)")])
+                }
+            }
             app.dispatcher.send(BridgeEvent(name: name, message: message))
             return Self.json(.ok, ["sent": .bool(true)])
+        case (.post, 3) where parts[0] == "apps" && parts[2] == "notifications":
+            // A notification for the app's user, as the host's push service would bring it: shown at once
+            // once the app is ready for notifications, held back until then.
+            guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
+            var request = request
+            let body = try await request.collectBody(upTo: 16 * 1024)
+            guard case .object(let fields)? = JSONReader.value(body.readableBytesView, maxDepth: 2), case .string(let title)? = fields["title"],
+                  !title.isEmpty, title.utf8.count <= 256 else {
+                return Self.json(.badRequest, ["error": .string("send {\"title\": string, \"body\": string}")])
+            }
+            var text = ""
+            if case .string(let value)? = fields["body"] { text = String(value.prefix(2048)) }
+            let shown = app.panel.signals.post(title: title, body: text)
+            if let shown { board.inform(appId: app.appId, kind: "notification", payload: shown) }
+            return Self.json(.ok, ["shown": .bool(shown != nil), "held": .number(Double(app.panel.signals.snapshot.held.count))])
+        case (.post, 1) where parts[0] == "online":
+            // The host page's browser online or not: what `online_status` answers without a profile's say.
+            var request = request
+            let body = try await request.collectBody(upTo: 1024)
+            guard case .object(let fields)? = JSONReader.value(body.readableBytesView, maxDepth: 2), case .bool(let online)? = fields["online"] else {
+                return Self.json(.badRequest, ["error": .string("send {\"online\": bool}")])
+            }
+            board.online.withLock { $0 = online }
+            return Self.json(.ok, ["online": .bool(online)])
         case (.get, 2) where parts[0] == "apps":
             guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
             return try await state(of: app)
@@ -252,6 +333,7 @@ struct BrowserHostResponder: HTTPResponder {
                 (name, .string(devices[name].flatMap(DevicePermissionStatus.init(rawValue:))?.rawValue ?? DevicePermissionStatus.unknown.rawValue))
             })),
             "launch": .object(["allowed": .bool(missing.isEmpty), "missing": .array(missing.map { .string($0) })]),
+            "signals": app.panel.signals.json,
         ]
         if let development = app.development {
             let now = development.snapshot
@@ -281,7 +363,17 @@ struct BrowserHostResponder: HTTPResponder {
             guard request.method == .post else { return Self.text(.methodNotAllowed, "send bridge messages with POST") }
             return try await bridge(request, app: app, origin: origin)
         case "/__miniapp/bridge.js":
-            var response = Self.body(BridgeScript.source(platform: host.environment.platform, port: port), type: "text/javascript; charset=utf-8")
+            var response = Self.body(BridgeScript.source(dialect: host.dialect, platform: host.environment.platform, port: port), type: "text/javascript; charset=utf-8")
+            response.headers[.cacheControl] = "no-store"
+            return response
+        case "/__miniapp/clear":
+            // The app's `clearall`: with the one-time token the host page was handed, the browser drops
+            // everything the app's origin keeps (storage, cookies, caches).
+            guard let token = request.uri.queryParameters["token"].map(String.init), board.takeClearToken(token, appId: app.appId) else {
+                return Self.text(.forbidden, "clearing an app's data takes the host's one-time token")
+            }
+            var response = Self.text(.ok, "cleared")
+            response.headers[HTTPField.Name("Clear-Site-Data")!] = "\"cache\", \"cookies\", \"storage\""
             response.headers[.cacheControl] = "no-store"
             return response
         case "/__miniapp/events":
@@ -292,7 +384,7 @@ struct BrowserHostResponder: HTTPResponder {
         default:
             guard !path.hasPrefix("/__miniapp/") else { return Self.text(.notFound, "no such bridge endpoint") }
             guard request.method == .get || request.method == .head else { return Self.text(.methodNotAllowed, "only GET is served") }
-            return try await file(path, app: app, port: port, context: context)
+            return try await file(path, request: request, app: app, port: port, context: context)
         }
     }
 
@@ -324,7 +416,7 @@ struct BrowserHostResponder: HTTPResponder {
         }
     }
 
-    private func file(_ path: String, app: RunningApp, port: Int, context: HostRequestContext) async throws -> Response {
+    private func file(_ path: String, request: Request, app: RunningApp, port: Int, context: HostRequestContext) async throws -> Response {
         let decision = try await host.store.launchDecision(appId: app.appId, manifest: app.manifest)
         guard decision.allowed else {
             return Self.text(.forbidden, "the launch gate is closed: \(decision.missing.joined(separator: ", ")) not allowed")
@@ -333,21 +425,40 @@ struct BrowserHostResponder: HTTPResponder {
         let type = Self.contentType(of: relative)
         let root = app.root
         let isPage = type.hasPrefix("text/html")
+        // A single-page app routes its own paths: a path without a file, asked as a page (or without an
+        // extension), gets the app's index.html.
+        let routed = host.dialect.launch.singlePageFallback && (Self.isNavigation(request) || !(relative.split(separator: "/").last ?? "").contains("."))
         var response: Response
-        switch try await host.installer.executor.run({ Self.lookUp(relative, under: root, readingWhole: isPage) }) {
+        switch try await host.installer.executor.run({ () -> FileLookup in
+            let found = Self.lookUp(relative, under: root, readingWhole: isPage)
+            if case .missing = found, routed { return Self.lookUp("index.html", under: root, readingWhole: true) }
+            return found
+        }) {
         case .missing:
             return Self.text(.notFound, "no such file")
         case .page(let bytes):
-            response = Self.body(Self.injectingBridge(into: Data(bytes)), type: type, cache: false)
+            response = Self.body(Self.injectingBridge(into: Data(bytes)), type: "text/html; charset=utf-8", cache: false)
         case .file:
             response = Response(status: .ok, headers: [.contentType: type], body: try await files.loadFile(path: root + "/" + relative, context: context))
         }
         response.headers[.cacheControl] = "no-store"
-        response.headers[.contentSecurityPolicy] = "frame-ancestors http://localhost:\(port) http://127.0.0.1:\(port)"
+        var policy = "frame-ancestors http://localhost:\(port) http://127.0.0.1:\(port)"
+        // A URL scheme's frames (`<iframe src="liquidstate://...">` in markup) are refused by the page's
+        // policy before the browser tries to launch them; the injected script reads their requests.
+        if host.dialect.transports.contains(where: { if case .urlScheme = $0 { true } else { false } }) {
+            policy += "; frame-src * data: blob:"
+        }
+        response.headers[.contentSecurityPolicy] = policy
         return response
     }
 
     static let serviceWorkerHeader = HTTPField.Name("Service-Worker")!
+
+    /// Whether the request loads a page into a frame or a window (fetch metadata).
+    static func isNavigation(_ request: Request) -> Bool {
+        let destination = request.headers[HTTPField.Name("Sec-Fetch-Dest")!]
+        return destination == "document" || destination == "iframe"
+    }
 
     /// The capability a request of the app's document holds, if any.
     /// The cookies a request carries (`Cookie: a=1; b=2`), in order, the first of a name kept.
@@ -470,6 +581,14 @@ struct BrowserHostResponder: HTTPResponder {
         case "woff2": "font/woff2"
         case "ttf": "font/ttf"
         case "wasm": "application/wasm"
+        case "pdf": "application/pdf"
+        case "mp3": "audio/mpeg"
+        case "wav": "audio/wav"
+        case "ogg", "oga": "audio/ogg"
+        case "m4a", "aac": "audio/mp4"
+        case "mp4", "m4v": "video/mp4"
+        case "webm": "video/webm"
+        case "ogv": "video/ogg"
         default: "application/octet-stream"
         }
     }

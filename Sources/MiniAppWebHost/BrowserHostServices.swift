@@ -31,11 +31,28 @@ final class BrowserHostServices: BridgeHostServices {
     /// The cookies the app's bridge request carried: the app's own, set on its origin.
     @TaskLocal static var requestCookies: [BridgeCookie] = []
 
-    init(profile: NIOLockedValueBox<HostProfile>, board: HostBoard, store: PermissionStore, logger: Logger) {
+    /// Where the app is served: its folder, and its origin and the host page's once the host listens.
+    struct Place: Sendable {
+        let root: String
+        let appOrigin: @Sendable () -> String
+        let hostOrigin: @Sendable () -> String
+    }
+
+    let place: Place
+    let signals: HostSignals
+    let uploads: UploadStore
+
+    init(
+        profile: NIOLockedValueBox<HostProfile>, board: HostBoard, store: PermissionStore, logger: Logger, place: Place, signals: HostSignals,
+        uploads: UploadStore
+    ) {
         self.profiles = profile
         self.board = board
         self.store = store
         self.logger = logger
+        self.place = place
+        self.signals = signals
+        self.uploads = uploads
     }
 
     func userName(appId: String) async throws(BridgeFailure) -> String { try await profile.userName(appId: appId) }
@@ -230,12 +247,123 @@ final class BrowserHostServices: BridgeHostServices {
         guard case .number(let latitude)? = answer?["latitude"], case .number(let longitude)? = answer?["longitude"] else {
             var message = "the browser gave no position"
             if case .string(let text)? = answer?["error"] { message = "the browser gave no position: " + Sanitizer.printable(text, limit: 200) }
-            throw BridgeFailure(type: "POSITION_UNAVAILABLE", message: message)
+            // The browser's own refusal (its code 1): location is turned off for the host itself.
+            throw BridgeFailure(type: answer?["code"] == .number(1) ? "LOCATION_DISABLED" : "POSITION_UNAVAILABLE", message: message)
         }
         var position = BridgePosition(latitude: latitude, longitude: longitude)
         if case .number(let accuracy)? = answer?["accuracy"] { position.accuracy = accuracy }
         if case .number(let altitude)? = answer?["altitude"] { position.altitude = altitude }
         return position
+    }
+
+    // MARK: What other hosts' apps ask
+
+    func isOnline(appId: String) async -> Bool {
+        if let online = profile.online { return online }
+        return board.online.withLock { $0 } ?? true
+    }
+
+    func biometrics(appId: String) async -> BridgeBiometrics { await profile.biometrics(appId: appId) }
+
+    /// Opens a web page, or a file of the app's own, in the host page's viewer; a file outside the app's
+    /// folder, a link on the way, or one that does not exist is refused.
+    func openFile(appId: String, _ file: BridgeFileReference) async throws(BridgeFailure) {
+        let url: String
+        switch file {
+        case .web(let address):
+            url = address
+        case .app(let path):
+            url = try appFileURL(path)
+        case .file(let path):
+            let root = place.root.hasSuffix("/") ? place.root : place.root + "/"
+            guard path.hasPrefix(root) else {
+                throw BridgeFailure(type: "InvalidPathError", message: "open_file opens files inside the app only")
+            }
+            url = try appFileURL(String(path.dropFirst(root.count)))
+        }
+        board.inform(appId: appId, kind: "file", payload: .object(["url": .string(url)]))
+    }
+
+    /// The URL on the app's origin of the app's file `path`, which must be a regular file reached without links.
+    private func appFileURL(_ path: String) throws(BridgeFailure) -> String {
+        guard let relative = BrowserHostResponder.relativePath("/" + path), case .file = BrowserHostResponder.lookUp(relative, under: place.root, readingWhole: false) else {
+            throw BridgeFailure(type: "FileNotFoundError", message: "the app has no file '\(Sanitizer.printable(path, limit: 200))'")
+        }
+        let encoded = relative.split(separator: "/").map { $0.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))) ?? String($0) }
+        return place.appOrigin() + "/" + encoded.joined(separator: "/")
+    }
+
+    func signal(appId: String, _ signal: BridgeSignal) async throws(BridgeFailure) {
+        var payload: [String: JSONValue]
+        switch signal {
+        case .authentication(let isAuthenticated):
+            signals.update { $0.authenticated = isAuthenticated }
+            payload = ["signal": .string("authentication"), "isAuthenticated": .bool(isAuthenticated)]
+        case .notificationsReady(let ready):
+            let released = signals.setReady(ready)
+            payload = ["signal": .string("notificationsReady"), "ready": .bool(ready)]
+            board.inform(appId: appId, kind: "signal", payload: .object(payload))
+            for notification in released { board.inform(appId: appId, kind: "notification", payload: notification) }
+            return
+        case .backOverride(let enabled):
+            signals.update { $0.backOverride = enabled }
+            payload = ["signal": .string("backOverride"), "enabled": .bool(enabled)]
+        case .switchTab(let id, let reset, let route, let params):
+            guard profile.tabs?.contains(where: { $0.id == id }) == true else {
+                throw BridgeFailure(type: "InvalidParametersError", message: "this host has no tab '\(Sanitizer.printable(id, limit: 64))'")
+            }
+            payload = ["signal": .string("switchTab"), "id": .string(id), "reset": .bool(reset), "route": route.map { .string($0) } ?? .null, "params": params ?? .null]
+        case .tabAppearance(let tabs):
+            payload = ["signal": .string("tabAppearance"), "tabs": .object(tabs)]
+        case .reset:
+            signals.update { $0.backOverride = false; $0.maximized = false; $0.pageLoaded = false }
+            payload = ["signal": .string("reset")]
+        case .clearAll:
+            // The app's state as the host keeps it goes too: its secure storage and its preferences.
+            do {
+                try await store.clearStorage(appId: appId)
+                try await store.clearHostRecords(appId: appId, .preference)
+            } catch {
+                throw BridgeFailure(type: "MiniAppError", message: "the host could not clear the app's storage: \(error)")
+            }
+            signals.update { $0.backOverride = false; $0.maximized = false; $0.pageLoaded = false }
+            payload = ["signal": .string("clearAll"), "token": .string(board.clearToken(appId: appId))]
+        case .haptic(let style):
+            payload = ["signal": .string("haptic"), "style": .string(style)]
+        case .pageLoaded:
+            signals.update { $0.pageLoaded = true }
+            payload = ["signal": .string("pageLoaded")]
+        case .maximized(let maximized):
+            signals.update { $0.maximized = maximized }
+            payload = ["signal": .string("maximized"), "maximized": .bool(maximized)]
+        case .userData(let data):
+            signals.update { $0.userData = .some(data) }
+            payload = ["signal": .string("userData"), "userData": data.map { .string($0) } ?? .null]
+        }
+        board.inform(appId: appId, kind: "signal", payload: .object(payload))
+    }
+
+    func media(appId: String, _ command: BridgeMediaCommand) async throws(BridgeFailure) {
+        board.inform(appId: appId, kind: "media", payload: .object([
+            "player": .string(command.player.rawValue), "action": .string(command.action),
+            "values": .object(command.values.mapValues { .string($0) }),
+        ]))
+    }
+
+    /// The host page's picker (cropped there to `ratio`); the image is then kept by the host and
+    /// served at a link of its own.
+    func uploadImage(appId: String, ratio: Double?, uploading: @escaping @Sendable () -> Void) async throws(BridgeFailure) -> String {
+        var payload: [String: JSONValue] = ["maxBytes": .number(Double(Self.maxImageBytes))]
+        if let ratio { payload["ratio"] = .number(ratio) }
+        let answer = try await board.show(HostSheet(appId: appId, kind: "imageUpload", payload: .object(payload)))
+        guard let answer, case .string(let encoded)? = answer["data"] else {
+            throw BridgeFailure(type: "UserCancelledError", message: "the user picked no image")
+        }
+        uploading()
+        guard let data = Data(base64Encoded: encoded), !data.isEmpty, data.count <= Self.maxImageBytes, let type = Self.imageType(Array(data)) else {
+            throw BridgeFailure(type: "UploadFailedError", message: "the file is not an image of at most \(Self.maxImageBytes) bytes")
+        }
+        return place.hostOrigin() + "/uploads/" + uploads.keep(Array(data), type: type)
     }
 
     /// The image type the bytes start with, for the share sheet's preview.

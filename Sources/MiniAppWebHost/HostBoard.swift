@@ -93,6 +93,10 @@ final class HostBoard: Sendable {
     /// Whether the user logged in or out on the host page, over the profile's `loggedIn`: the host's
     /// user is one for every app.
     let loggedIn = Mutex<Bool?>(nil)
+    /// Whether the host page's browser is online, as the page last said.
+    let online = Mutex<Bool?>(nil)
+    /// One-time tokens that let the host page clear an app's site data, by token: the app's id.
+    private let clearTokens = Mutex<[String: String]>([:])
     /// Prompts waiting at once per app, beyond which an app's request is refused.
     static let maxPendingPerApp = 4
     /// How long a prompt waits for the user.
@@ -226,6 +230,26 @@ final class HostBoard: Sendable {
     /// Tells the host pages that an app's permissions changed from the panel: they read its state again.
     func notifyStateChanged(appId: String) {
         post(.development(appId: appId, change: "state"))
+    }
+
+    /// A token that lets the host page clear the site data of app `appId` once (its `clearall`).
+    func clearToken(appId: String) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let token = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }.hexString
+        clearTokens.withLock { tokens in
+            if tokens.count >= 64 { tokens.removeAll() }
+            tokens[token] = appId
+        }
+        return token
+    }
+
+    /// Takes the clearing token `token` of app `appId`: `true` once.
+    func takeClearToken(_ token: String, appId: String) -> Bool {
+        clearTokens.withLock { tokens in
+            guard tokens[token] == appId else { return false }
+            tokens.removeValue(forKey: token)
+            return true
+        }
     }
 
     /// The app asks to be closed.

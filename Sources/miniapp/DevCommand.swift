@@ -14,7 +14,8 @@ struct DevCommand: AsyncParsableCommand {
             The folder is what a build tool writes (index.html and manifest.json): nothing is published, signed
             or cached. It runs as `run` runs an installed app (same origins, bridge, launch gate, prompts and
             storage); each change under the folder reloads the app's frame, and a changed manifest.json is read
-            again. The app id is --app-id, else the folder's name made an id. Decisions and storage live in a
+            again. Without --host-profile, a sample profile (a user, contacts, tokens, a location, a catalogue, and
+            the dialect's tabs or navigation) answers every action, and the host page says so. The app id is --app-id, else the folder's name made an id. Decisions and storage live in a
             store of the folder's own, under $XDG_STATE_HOME/miniapp/dev/<digest of the folder's path>/
             (~/.local/state by default), unless --permission-store names one to share. manifest.json is
             checked at the start and on every change (stderr and the host page), and each call of an action
@@ -49,7 +50,10 @@ struct DevCommand: AsyncParsableCommand {
     func run() async throws {
         let executor = BlockingExecutor()
         if check { return try await checkOnly(executor) }
-        let profile = try hosting.profile()
+        // Without a profile of the developer's, a sample one answers every action: it says it is one.
+        let chosen = try hosting.profile(fallback: HostProfile())
+        let dialect = hosting.dialect(profile: chosen)
+        let profile = hosting.hostProfile == nil ? HostProfile.sample(for: dialect) : chosen
         let folder = self.folder
         guard let root = try await executor.run({ BrowserHost.realFolder(folder) }) else { throw DevelopmentFolderError.notAFolder(path: folder) }
         let appId = self.appId ?? BrowserHost.developmentAppId(folder: root)
@@ -63,7 +67,7 @@ struct DevCommand: AsyncParsableCommand {
         try await options.withRuntime(configuration, executor: executor) { runtime in
             let identity = try await BrowserHost.identity(keptIn: state, executor: runtime.executor)
             let store = try await runtime.permissionStore()
-            let host = hosting.host(installer: try runtime.installer(), store: store, profile: profile, identity: identity, logger: options.logger)
+            let host = try hosting.host(installer: try runtime.installer(), store: store, profile: profile, identity: identity, logger: options.logger)
             let session = try await host.develop(folder: root, appId: appId)
             let json = options.json, quiet = options.quiet, open = hosting.open
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -82,6 +86,9 @@ struct DevCommand: AsyncParsableCommand {
                             Console.output(url.absoluteString)
                             if !quiet {
                                 Console.standardError("serving \(root) as \(appId) at \(origin); the host page is \(url.absoluteString) (Ctrl-C stops)")
+                                if profile.sample == true {
+                                    Console.standardError("answering as a \(host.dialect.title) host from a sample host profile: pass --host-profile to use your own")
+                                }
                                 Console.standardError("to publish it: \(session.publishCommand)")
                             }
                         }

@@ -16,10 +16,13 @@ struct RunCommand: AsyncParsableCommand {
             interrupted. The app runs in a frame of its own origin (http://<app>.localhost:<port>); the host page
             asks for the permissions its launch gate needs and for those it requests, and lists what it was
             granted with a way to revoke it. --host-profile names a JSON file standing in for the host's user
-            (userName, profilePhoto, contacts, accessTokens, points, locale, hostVersion, ...).
+            (userName, profilePhoto, contacts, accessTokens, points, locale, hostVersion, ...). --dialect makes the host
+            one of another kind (liquidstate, forem, corva): the app's pages get that host's globals, events and
+            launch; --path and --query say where the app is launched.
             Examples:
               miniapp run 1a2b3c
               miniapp run 1a2b3c --port 8080 --host-profile profile.json --open
+              miniapp run my-dashboards --dialect corva --path /dashboards/1234 --query native=true
             """
     )
 
@@ -51,7 +54,7 @@ struct RunCommand: AsyncParsableCommand {
             // Only once the app is installed: a refused run leaves the cache and the store as they were.
             let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory, executor: runtime.executor)
             let store = try await runtime.permissionStore()
-            let host = hosting.host(installer: installer, store: store, profile: profile, identity: identity, logger: options.logger)
+            let host = try hosting.host(installer: installer, store: store, profile: profile, identity: identity, logger: options.logger)
             let json = options.json, quiet = options.quiet, open = hosting.open
             try await host.run([record]) { url in
                 let origin = "http://\(BrowserHost.label(of: record.id)).localhost:\(url.port ?? 0)"
@@ -81,21 +84,53 @@ struct BrowserHostArguments: ParsableArguments {
     @Flag(help: "Open the host page in the default browser.")
     var open = false
 
+    @Option(help: "How the host's apps call it: rakuten, liquidstate, forem or corva (default: the host profile's \"dialect\", else rakuten).")
+    var dialect: String?
+
+    @Option(help: "The path the app is launched at, such as /dashboards/1234 (default: the host profile's launch.path, else the dialect's).")
+    var path: String?
+
+    @Option(help: "A query item name=value added to the launch URL, as a host passes its queryParams (repeatable; a=1&b=2 adds both).")
+    var query: [String] = []
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard (1...(1 << 30)).contains(secureStorageLimit) else { throw ValidationError("--secure-storage-limit must be 1 to 1073741824 bytes") }
+        if let dialect, BridgeDialect.builtIn[dialect] == nil { throw ValidationError("--dialect: " + BridgeDialectError.unknown(name: dialect).description) }
+        if let path, !HostProfile.isPath(path) { throw ValidationError("--path must start with / and stay below it (no ..)") }
+        _ = try queryItems()
     }
 
-    /// The host profile `--host-profile` names, or an empty one.
-    func profile() throws -> HostProfile {
-        try hostProfile.map(Self.readProfile) ?? HostProfile()
+    /// `--query`'s items, each `name=value` (percent-decoded), in order.
+    func queryItems() throws -> [URLQueryItem] {
+        var items: [URLQueryItem] = []
+        for argument in query {
+            for pair in argument.split(separator: "&", omittingEmptySubsequences: true) {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
+                guard !name.isEmpty, name.utf8.count <= 256 else { throw ValidationError("--query takes name=value items: \(Sanitizer.printable(String(pair), limit: 80))") }
+                let value = parts.count > 1 ? String(parts[1]).removingPercentEncoding ?? String(parts[1]) : ""
+                items.append(URLQueryItem(name: name, value: value))
+            }
+        }
+        return items
+    }
+
+    /// The host profile `--host-profile` names, else `fallback` (an empty one).
+    func profile(fallback: HostProfile = HostProfile()) throws -> HostProfile {
+        try hostProfile.map(Self.readProfile) ?? fallback
+    }
+
+    /// The dialect `--dialect` names, else the profile's, else Rakuten's.
+    func dialect(profile: HostProfile) -> BridgeDialect {
+        (dialect ?? profile.dialect).flatMap { BridgeDialect.builtIn[$0] } ?? .rakuten
     }
 
     /// A browser host with these options.
-    func host(installer: BundleInstaller, store: PermissionStore, profile: HostProfile, identity: BridgeIdentity, logger: Logger) -> BrowserHost {
+    func host(installer: BundleInstaller, store: PermissionStore, profile: HostProfile, identity: BridgeIdentity, logger: Logger) throws -> BrowserHost {
         BrowserHost(
             installer: installer, store: store, profile: profile, environment: profile.environment(BridgeEnvironment(secureStorageLimit: secureStorageLimit)),
-            identity: identity, port: port, logger: logger
+            identity: identity, port: port, dialect: dialect(profile: profile), launch: BrowserHost.Launch(path: path, query: try queryItems()), logger: logger
         )
     }
 

@@ -1,44 +1,3 @@
-/// The host page's panel for the app's developer, served as `/panel.js` and `/panel.css` and built
-/// inside the host page's `#miniapp-panel`: the bridge's calls as they happen, host events sent to the
-/// app, the host's profile, the app's secure storage, and errors forced on the app's actions. What an
-/// app sent (parameters, answers, storage) is set as text, never as markup; access tokens in answers
-/// come masked from the server.
-///
-/// Stable hooks for people and tools, all inside `#miniapp-panel`: `#calls` rows `[data-action]` with
-/// `data-outcome="success" | "error"` (newest first: the newest 50 that match the filter, of the last
-/// 500 calls kept; `#calls-count` says how many match), `data-permission`
-/// when a permission gates the action, and `.mp-answer`, `.mp-error`, `.mp-refusal` inside;
-/// `#calls-filter` (text the rows must contain); `#event-name`, `#event-message`, `#event-send`;
-/// `#profile-editor` with `#profile-json` (the profile's JSON document), `#profile-save` and
-/// `#profile-error`; `#permission-reset-name` (a declared permission) and `#permission-reset` (undecided
-/// again: the app's next request asks); `#storage` rows `[data-key]` with `input.mp-value`, `button[data-do="edit"]` and
-/// `button[data-do="remove"]`, then `#storage-key`, `#storage-value`, `#storage-set`, `#storage-clear`
-/// and `#storage-size`; `#inject-action`, `#inject-kind` (`notSupported`, `denied`, `timeout`),
-/// `#inject-seconds` (empty: the timeout never answers until removed), `#inject-add`, and rows
-/// `[data-injected="<action>"]` with `button[data-do="remove"]`; `#panel-status` for what happened last.
-enum HostPanel {
-    static let style = """
-    #miniapp-panel{font-size:13px;overflow-wrap:anywhere;min-width:0}
-    #miniapp-panel section{border-top:1px solid #ccc;margin-top:10px;padding-top:4px}
-    #miniapp-panel h3{margin:6px 0}
-    #miniapp-panel input,#miniapp-panel select,#miniapp-panel textarea,#miniapp-panel button{font:inherit;max-width:100%;box-sizing:border-box}
-    #miniapp-panel #calls-filter,#miniapp-panel #event-message,#miniapp-panel #profile-json{width:100%}
-    #miniapp-panel #profile-json{min-height:160px;font-family:monospace}
-    #miniapp-panel #calls{max-height:360px;overflow:auto}
-    #miniapp-panel .mp-call{border-left:3px solid #3a3;padding:2px 6px;margin:4px 0;background:#f7f7f7;}
-    #miniapp-panel .mp-call[data-outcome="error"]{border-left-color:#c33}
-    #miniapp-panel .mp-meta{color:#555;font-size:90%}
-    #miniapp-panel .mp-param::before{content:"sent ";color:#888}
-    #miniapp-panel .mp-answer::before{content:"answer ";color:#888}
-    #miniapp-panel pre{white-space:pre-wrap;word-break:break-all;margin:2px 0;max-height:120px;overflow:auto}
-    #miniapp-panel .mp-error,#miniapp-panel .mp-refusal,#miniapp-panel #profile-error{color:#a00;white-space:pre-wrap}
-    #miniapp-panel .mp-row{display:flex;gap:4px;align-items:center;margin:3px 0;flex-wrap:wrap}
-    #miniapp-panel .mp-row .mp-key{font-weight:bold;word-break:break-all}
-    #miniapp-panel .mp-row .mp-value{flex:1;min-width:80px}
-    @media (prefers-color-scheme: dark){#miniapp-panel .mp-call{background:#222}#miniapp-panel .mp-meta{color:#aaa}}
-    """
-
-    static let script = #"""
 (function () {
   'use strict';
   var session, appId, after = 0, skipped = 0, MAX_KEPT = 500, MAX_SHOWN = 50;
@@ -300,5 +259,3 @@ enum HostPanel {
     pollCalls();
   });
 })();
-"""#
-}
