@@ -264,7 +264,7 @@ enum Forem {
             return nil
         },
         .init(
-            "imageUpload", reply: .delivery(.inputValue),
+            "imageUpload",
             summary: "the host's image picker (cropped to ratio), then uploading, then success {link} or error, into the input named by id"
         ) { context throws(BridgeFailure) in
             guard case .string(let id)? = context.param["id"], !id.isEmpty, id.utf8.count <= 256 else {
@@ -277,15 +277,21 @@ enum Forem {
             default: break
             }
             if let value = ratio, !(value.isFinite && value > 0.01 && value < 100) { ratio = nil }
+            // Every message goes the one way the native host sends them (into the input, in order); the
+            // answer repeats the last for the host's own record of the call.
             let events = context.events
-            do throws(BridgeFailure) {
-                let link = try await context.services.uploadImage(appId: context.appId, ratio: ratio) {
-                    events(BridgeEvent(name: "imageUpload", message: JSONText.encode(.object(["id": .string(id), "value": .string(#"{"action":"uploading"}"#)]))))
-                }
-                return JSONText.ordered([("action", .string("success")), ("link", .string(link))])
-            } catch where error.type == "UploadFailedError" {
-                return JSONText.ordered([("action", .string("error")), ("error", .string(error.message))])
+            let input = { @Sendable (value: String) in
+                events(BridgeEvent(name: "imageUpload", message: JSONText.encode(.object(["id": .string(id), "value": .string(value)]))))
             }
+            let result: String
+            do throws(BridgeFailure) {
+                let link = try await context.services.uploadImage(appId: context.appId, ratio: ratio) { input(#"{"action":"uploading"}"#) }
+                result = JSONText.ordered([("action", .string("success")), ("link", .string(link))])
+            } catch where error.type == "UploadFailedError" {
+                result = JSONText.ordered([("action", .string("error")), ("error", .string(error.message))])
+            }
+            input(result)
+            return result
         },
         .init("haptic", summary: "a haptic feedback: heavy, light or medium") { context throws(BridgeFailure) in
             guard case .string(let style) = context.param, !style.isEmpty, style.utf8.count <= 32 else {

@@ -103,7 +103,9 @@ struct BrowserHostResponder: HTTPResponder {
         case "/panel.css":
             return Self.body(HostPanel.style, type: "text/css; charset=utf-8")
         case "/":
-            let apps = host.openApps
+            // The one app the host runs (apps served only for a tab of the host's tab bar aside).
+            let tabApps = Set((host.profile.tabs ?? []).compactMap(\.app))
+            let apps = host.openApps.filter { !tabApps.contains($0.appId) }
             guard apps.count == 1, let app = apps.first else { return page(for: nil, port: port) }
             return page(for: app, port: port)
         default:
@@ -368,12 +370,12 @@ struct BrowserHostResponder: HTTPResponder {
             return response
         case "/__miniapp/clear":
             // The app's `clearall`: with the one-time token the host page was handed, the browser drops
-            // everything the app's origin keeps (storage, cookies, caches).
+            // what the app's origin keeps (its storage and cookies).
             guard let token = request.uri.queryParameters["token"].map(String.init), board.takeClearToken(token, appId: app.appId) else {
                 return Self.text(.forbidden, "clearing an app's data takes the host's one-time token")
             }
             var response = Self.text(.ok, "cleared")
-            response.headers[HTTPField.Name("Clear-Site-Data")!] = "\"cache\", \"cookies\", \"storage\""
+            response.headers[HTTPField.Name("Clear-Site-Data")!] = "\"cookies\", \"storage\""
             response.headers[.cacheControl] = "no-store"
             return response
         case "/__miniapp/events":

@@ -55,8 +55,19 @@ struct RunCommand: AsyncParsableCommand {
             let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory, executor: runtime.executor)
             let store = try await runtime.permissionStore()
             let host = try hosting.host(installer: installer, store: store, profile: profile, identity: identity, logger: options.logger)
+            // A tab of the host's that runs another app: that app is installed and served too.
+            var records = [record]
+            for tabApp in Set((profile.tabs ?? []).compactMap(\.app)).subtracting([record.id]).sorted() {
+                do {
+                    records.append(try await installer.load(appId: tabApp, progress: nil).record)
+                } catch PermissionStoreError.launchRefused {
+                    if let cached = try await installer.cachedVersions(appId: tabApp).first { records.append(cached) }
+                } catch {
+                    Console.warning("the tab of \(tabApp) stays empty: \(error)", quiet: options.quiet)
+                }
+            }
             let json = options.json, quiet = options.quiet, open = hosting.open
-            try await host.run([record]) { url in
+            try await host.run(records) { url in
                 let origin = "http://\(BrowserHost.label(of: record.id)).localhost:\(url.port ?? 0)"
                 if json {
                     try? Console.json(RunDocument(url: url.absoluteString, id: record.id, versionId: record.versionId, origin: origin))

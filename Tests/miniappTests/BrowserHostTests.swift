@@ -49,6 +49,18 @@ import Testing
         for line in output.split(separator: "\n") where line.hasPrefix("screenshots of the host page: ") { print(line) }
     }
 
+    /// Web apps written for Liquid State, Forem and Corva (Tests/Browser/dialects) under `miniapp run`
+    /// and `miniapp dev` in Chromium through Tests/Browser/dialects.py: every event and message of
+    /// ../shared/spec/host-dialects.md answered or acted on, byte for byte where it gives shapes; each
+    /// form of a custom-scheme navigation leaving the frame as it was; the podcast player playing; the
+    /// hostile app's attacks through each dialect refused; no console error at load; the host's web
+    /// code linted.
+    @Test func webAppsOfOtherHostsRunUnchangedInABrowser() async throws {
+        let (status, output) = try await Self.drive("dialects.py")
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("all dialect checks passed"), "\(output)")
+    }
+
     /// Runs the driver `script` of Tests/Browser against this build's `miniapp`, in a new work folder
     /// that stays after the test; its exit status and its output, errors included.
     static func drive(_ script: String) async throws -> (status: Int32, output: String) {

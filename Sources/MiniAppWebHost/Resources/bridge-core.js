@@ -109,9 +109,13 @@ function replied(action, param) {
   var reply = CONFIG.replies[action] || { kind: 'none' };
   return {
     success: function (text) {
-      if (reply.kind === 'delivery' && reply.delivery.kind === 'inputValue' && param && typeof param.id === 'string' && typeof text === 'string') {
-        writeInput(param.id, text);
+      if (reply.kind !== 'delivery' || typeof text !== 'string') { return; }
+      // Into an input, the one the call's `id` names.
+      if (reply.delivery.kind === 'inputValue') {
+        if (param && typeof param.id === 'string') { writeInput(param.id, text); }
+        return;
       }
+      deliverWith(reply.delivery, action, text);
     },
     failure: function (error) {
       var parsed = null;
@@ -154,6 +158,9 @@ function fromHost(event) {
   var data = event.data;
   if (event.source !== window.parent || CONFIG.hosts.indexOf(event.origin) < 0 || !data || data.nonce !== nonce) { return; }
   if (data.miniappBridge === 'reload') { location.reload(); return; }
+  // The host page saw the frame load (a traversal of this document's own history fires it too): this
+  // is still the document it granted.
+  if (data.miniappBridge === 'ping') { toHost({ miniappBridge: 'pong' }); return; }
   if (data.miniappBridge === 'event' && typeof data.name === 'string') {
     var message = typeof data.message === 'string' ? data.message : '';
     // The host page falls back on its own when the page has no way to take it (no `navigateAppTo`).

@@ -155,7 +155,7 @@
         renderTabs();
         break;
       case 'reset': resetApp('The mini-app reloaded itself'); break;
-      case 'clearAll': clearApp(payload.token); break;
+      case 'clearAll': clearApp(payload.token, appId); break;
       case 'haptic':
         $('device').classList.remove('haptic');
         void $('device').offsetWidth;
@@ -180,9 +180,10 @@
   }
   // `clearall`: the app's own site data goes (the host's answer to a one-time request of its origin
   // clears it), then the app starts again as at its first launch.
-  function clearApp(token) {
-    if (!token) { resetApp('The mini-app was reset'); return; }
-    var clearer = node('iframe', null, { hidden: 'hidden', title: 'clear', src: host.data().appOrigin + '/__miniapp/clear?token=' + encodeURIComponent(token) });
+  function clearApp(token, appId) {
+    var origin = (host.data().origins || {})[appId];
+    if (!token || !origin) { resetApp('The mini-app was reset'); return; }
+    var clearer = node('iframe', null, { hidden: 'hidden', title: 'clear', src: origin + '/__miniapp/clear?token=' + encodeURIComponent(token) });
     clearer.addEventListener('load', function () {
       clearer.parentNode.removeChild(clearer);
       resetApp('The mini-app was cleared: back to its first launch');

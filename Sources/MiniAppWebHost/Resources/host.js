@@ -123,6 +123,7 @@
     var record = recordOf(event.source), data = event.data;
     if (!record || event.origin !== record.origin || !data || typeof data.nonce !== 'string') { return; }
     if (data.miniappBridge === 'external' && typeof data.url === 'string') { if (data.nonce === record.nonce) { external(data, record); } return; }
+    if (data.miniappBridge === 'pong') { if (data.nonce === record.nonce) { record.pongs = record.pings; } return; }
     if (data.miniappBridge === 'back-unused') { if (data.nonce === record.nonce) { call('backUnused', record); } return; }
     if (data.miniappBridge === 'undelivered' && typeof data.name === 'string') { if (data.nonce === record.nonce) { call('undelivered', record, data.name, String(data.message)); } return; }
     if (data.miniappBridge !== 'hello') { return; }
@@ -151,8 +152,15 @@
     record.loaded = false;
     frame.addEventListener('load', function () {
       frame.dataset.loads = String(Number(frame.dataset.loads || 0) + 1);
-      // A load without a greeting is a document without the bridge: the last one's grant ends.
-      if (record.hellos === record.hellosAtLoad) { endGrant(record); }
+      // A load without a greeting is a document without the bridge, whose grant ends, unless the
+      // document that greeted answers still (a traversal of its own history fires a load as well).
+      if (record.hellos === record.hellosAtLoad && record.grant !== null && record.nonce) {
+        var number = record.hellos, asked = record.pings = (record.pings || 0) + 1;
+        record.element.contentWindow.postMessage({ miniappBridge: 'ping', nonce: record.nonce }, record.origin);
+        setTimeout(function () { if (record.pings === asked && record.pongs !== asked && record.hellos === number) { endGrant(record); } }, 1000);
+      } else if (record.hellos === record.hellosAtLoad) {
+        endGrant(record);
+      }
       record.hellosAtLoad = record.hellos;
       record.loaded = true;
       flush(record);
@@ -470,7 +478,8 @@
       var text = String(reader.result), comma = text.indexOf(',');
       if (!ratio) { done({ data: text.slice(comma + 1), mimeType: file.type, filename: file.name }); return; }
       var image = new Image();
-      image.onerror = function () { done(null); };
+      // Not an image the browser can draw: it goes as it is, for the host to take or refuse.
+      image.onerror = function () { done({ data: text.slice(comma + 1), mimeType: file.type, filename: file.name }); };
       image.onload = function () {
         var width = image.naturalWidth, height = image.naturalHeight, cropWidth = width, cropHeight = Math.round(width / ratio);
         if (cropHeight > height) { cropHeight = height; cropWidth = Math.round(height * ratio); }

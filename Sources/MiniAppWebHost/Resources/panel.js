@@ -193,12 +193,41 @@
     calls.appendChild(node('div', null, { id: 'calls-count', 'class': 'mp-meta' }));
     calls.appendChild(node('div', null, { id: 'calls' }));
 
+    // The host's events, as the dialect's host sends them: Rakuten's of any name (its known ones
+    // offered), another dialect's by name, each with an example to edit.
+    var data = window.miniappHost ? window.miniappHost.data() : {}, known = data.events || [];
     var events = section('Send the app an event');
-    events.appendChild(node('input', null, { id: 'event-name', placeholder: 'Event name', 'aria-label': 'Event name' }));
+    if (data.dialect && !data.dialect.anyEvent) {
+      var names = node('select', null, { id: 'event-name', 'aria-label': 'Event' });
+      known.forEach(function (event) { names.appendChild(node('option', event.name + ' · ' + event.summary, { value: event.name })); });
+      names.addEventListener('change', function () {
+        var chosen = known.filter(function (event) { return event.name === names.value; })[0];
+        if (chosen) { $('event-message').value = chosen.example; }
+      });
+      events.appendChild(names);
+    } else {
+      events.appendChild(node('input', null, { id: 'event-name', placeholder: 'Event name', 'aria-label': 'Event name', list: 'event-names' }));
+      var list = node('datalist', null, { id: 'event-names' });
+      known.forEach(function (event) { list.appendChild(node('option', event.summary, { value: event.name })); });
+      events.appendChild(list);
+    }
     events.appendChild(node('input', null, { id: 'event-message', placeholder: 'Message', 'aria-label': 'Event message' }));
+    if (known.length && data.dialect && !data.dialect.anyEvent) { $('event-message').value = known[0].example; }
     events.appendChild(button('Send', { id: 'event-send' }, function () {
       var name = $('event-name').value.trim();
       request('POST', appPath('events'), { name: name, message: $('event-message').value }).then(function () { say('Sent ' + name); }, fail);
+    }));
+
+    // A notification for the app's user, as the host's push service brings it: held back until the
+    // app says it is ready for notifications.
+    var notifications = section('Post a notification', 'notification-section');
+    notifications.appendChild(node('input', null, { id: 'notification-title', placeholder: 'Title', 'aria-label': 'Notification title' }));
+    notifications.appendChild(node('input', null, { id: 'notification-body', placeholder: 'Text', 'aria-label': 'Notification text' }));
+    notifications.appendChild(button('Post', { id: 'notification-post' }, function () {
+      request('POST', appPath('notifications'), { title: $('notification-title').value.trim(), body: $('notification-body').value }).then(function (answer) {
+        say(answer.shown ? 'Shown on the host page' : 'Held until the app is ready for notifications (' + answer.held + ' held)');
+        if (window.miniappHost) { window.miniappHost.refresh(); }
+      }, fail);
     }));
 
     var profile = section('Host profile', 'profile-editor');
