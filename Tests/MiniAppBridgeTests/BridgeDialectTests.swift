@@ -49,20 +49,6 @@ import Testing
         )
     }
 
-    func call(_ dispatcher: BridgeDispatcher, _ action: String, _ param: JSONValue = .null) async -> BridgeOutcome {
-        do {
-            let capability = try await dispatcher.grant()
-            return await dispatcher.reply(to: BridgeMessage(id: "1", action: action, param: param), capability: capability).outcome
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    func failureType(_ outcome: BridgeOutcome) -> String? {
-        if case .failure(let failure) = outcome { return failure.type }
-        return nil
-    }
-
     func json(_ text: String) -> JSONValue { JSONReader.value(Array(text.utf8), maxDepth: 16)! }
 
     // MARK: Liquid State

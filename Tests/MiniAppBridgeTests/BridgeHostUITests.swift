@@ -56,11 +56,6 @@ import Testing
         await pair.0.reply(to: BridgeMessage(id: "h", action: action, param: param), capability: pair.1).outcome
     }
 
-    func failureType(_ outcome: BridgeOutcome) -> String? {
-        if case .failure(let failure) = outcome { return failure.type }
-        return nil
-    }
-
     @Test(arguments: StoreBackend.allCases)
     func preferencesAreKeptPerAppInTheStore(backend: StoreBackend) async throws {
         let store = try await backend.openStore(cacheDirectory: cache)
