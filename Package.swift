@@ -181,6 +181,11 @@ let package = Package(
             name: "miniapp-bridge-bench", dependencies: ["MiniAppBridge", "MiniAppPermissions", "MiniAppCore"],
             path: "Benchmarks/BridgeBench", swiftSettings: settings
         ),
+        // The dialect benchmark's host (Benchmarks/dialects): one store-read action through each dialect's transport.
+        .executableTarget(
+            name: "miniapp-dialect-bench", dependencies: ["MiniAppWebHost", "MiniAppBridge", "MiniAppKit", "MiniAppPermissions", "MiniAppCore"],
+            path: "Benchmarks/DialectBench", swiftSettings: settings
+        ),
         // The time-zone benchmark's worker (Benchmarks/tz): extraction alone, with TZ unset and set.
         .executableTarget(
             name: "miniapp-extract-bench", dependencies: ["MiniAppCore"], path: "Benchmarks/ExtractBench",

@@ -27,15 +27,19 @@ struct HostService: Sendable {
     let browser: BrowserHost
     let files: FileIO
 
-    /// The service for `configuration`, with the library logging through `logger`.
-    static func make(configuration: MiniAppConfiguration, browserPort: Int, logger: Logger) async throws -> HostService {
+    /// The service for `configuration`, its apps speaking `dialect`, with the library logging through `logger`.
+    static func make(
+        configuration: MiniAppConfiguration, dialect: BridgeDialect = .rakuten, profile: HostProfile = HostProfile(), browserPort: Int, logger: Logger
+    ) async throws -> HostService {
         let runtime = MiniAppRuntime(configuration: configuration, logger: logger)
         do {
             let platform = try runtime.platform()
             let store = try await runtime.permissionStore()
             let installer = try runtime.installer()
             let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory, executor: runtime.executor)
-            let browser = BrowserHost(installer: installer, store: store, identity: identity, port: browserPort, logger: logger)
+            let browser = BrowserHost(
+                installer: installer, store: store, profile: profile, identity: identity, port: browserPort, dialect: dialect, logger: logger
+            )
             return HostService(
                 runtime: runtime, platform: platform, installer: installer, store: store, browser: browser,
                 files: FileIO(threadPool: runtime.executor.threadPool)

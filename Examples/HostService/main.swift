@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import MiniAppBridge
 import MiniAppKit
 import MiniAppWebHost
 
@@ -10,6 +11,9 @@ import MiniAppWebHost
 //   HOST_CACHE_DIR   where mini-apps and the permission store are kept
 //   HOST_PORT        the port to listen on, on 127.0.0.1 (0, the default, picks a free one)
 //   HOST_BROWSER_PORT the browser host's port (0, the default, picks a free one)
+//   HOST_DIALECT     how the apps call their host: rakuten (the default), liquidstate, forem, corva, or acme
+//                    (HostDialect.swift: a dialect of this host's own)
+//   HOST_PROFILE     a host profile (JSON) standing in for the host's user, as `miniapp run --host-profile`
 // Once listening it prints `listening on http://127.0.0.1:<port>/`, and `browser host on http://localhost:<port>/`
 // once the browser host (loaded apps with their bridge) listens.
 let environment = ProcessInfo.processInfo.environment
@@ -22,7 +26,11 @@ let platform: PlatformLocation = platformSetting.hasPrefix("http://") || platfor
 let configuration = MiniAppConfiguration(platform: platform, projectId: environment["HOST_PROJECT_ID"], cacheDirectory: cacheDirectory)
 var logger = Logger(label: "host")
 logger.logLevel = .warning
-let service = try await HostService.make(configuration: configuration, browserPort: Int(environment["HOST_BROWSER_PORT"] ?? "0") ?? 0, logger: logger)
+let profile = try environment["HOST_PROFILE"].map { try HostProfile(json: Data(contentsOf: URL(fileURLWithPath: $0))) } ?? HostProfile()
+let service = try await HostService.make(
+    configuration: configuration, dialect: try hostDialect(named: environment["HOST_DIALECT"]), profile: profile,
+    browserPort: Int(environment["HOST_BROWSER_PORT"] ?? "0") ?? 0, logger: logger
+)
 let application = Application(
     router: service.router(),
     configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: Int(environment["HOST_PORT"] ?? "0") ?? 0)),

@@ -14,10 +14,16 @@ import MiniAppCore
 ///  "products": [{"id": "gem-10", "title": "10 gems", "description": "A handful",
 ///                "productPrice": {"currencyCode": "JPY", "price": "120"}}],
 ///  "cookies": [{"name": "session", "value": "abc"}],
-///  "location": {"latitude": 35.6812, "longitude": 139.7671, "accuracy": 20}}
+///  "location": {"latitude": 35.6812, "longitude": 139.7671, "accuracy": 20},
+///  "dialect": "liquidstate", "launch": {"path": "/dashboards/1234", "query": {"theme": "dark"}},
+///  "sessionToken": "jwt-of-the-user", "online": true, "biometrics": {"status": "available", "type": ["face"]},
+///  "tabs": [{"id": "home", "title": "Home", "icon": "home"}, {"id": "news", "title": "News", "app": "news", "route": "/latest"}],
+///  "navigation": {"dashboards": [{"id": "1234", "name": "Rig"}], "assets": [{"id": "9", "name": "Well 9", "categories": ["drilling"]}]}}
 /// ```
 /// Every key is optional; what is missing is answered as not supported, except `loggedIn` (logged in
-/// when there is a `userName`) and `cookies` (none but the app's own).
+/// when there is a `userName`), `cookies` (none but the app's own), `online` (the host page's browser
+/// says) and `biometrics` (none). `dialect`, `launch`, `sessionToken`, `tabs` and `navigation` shape the
+/// host other hosts' apps expect (MiniAppWebHost's *Hosting any bridge*).
 public struct HostProfile: Sendable, Equatable, Codable, BridgeHostServices {
     public var userName: String?
     public var profilePhoto: String?

@@ -574,6 +574,47 @@ def rakuten(driver):
     check(extra == ['MiniAppBridge'], 'a Rakuten page has only MiniAppBridge of the host\'s', str(extra))
 
 
+def reference_host(driver):
+    """The library's browser host in a host service (Examples/HostService, `miniapp-host`): Corva's app
+    in the Corva dialect, and an app of the reference host's own dialect (`acme`)."""
+    registry = WORK + '/host-registry'
+    for app_id, folder in [('corva-app', APPS + '/corva'), ('acme', APPS + '/acme')]:
+        published = miniapp('publish', folder, '--registry', registry, '--app-id', app_id, '--version-tag', '1.0.0', '--key', WORK + '/key.pem')
+        check(published.returncode == 0, 'publish %s for the reference host' % app_id, published.stderr)
+    profiles = {'corva': {'sessionToken': 'jwt-from-the-host', 'launch': {'path': '/dashboards/5'}}, 'acme': {'userName': 'Aiko'}}
+    for dialect, app_id in [('corva', 'corva-app'), ('acme', 'acme')]:
+        env = dict(os.environ, HOST_PLATFORM=registry, HOST_CACHE_DIR=WORK + '/host-cache-' + dialect, HOST_DIALECT=dialect,
+                   HOST_PROFILE=write_json(WORK + '/host-%s.json' % dialect, profiles[dialect]))
+        service = subprocess.Popen([os.path.join(os.path.dirname(MINIAPP), 'miniapp-host')], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        processes.append(service)
+        lines = [service.stdout.readline().strip() for _ in range(2)]
+        api = [line.split(' ')[-1] for line in lines if line.startswith('listening on ')]
+        check(len(api) == 1, 'the reference host starts speaking %s' % dialect, str(lines))
+        answer = json.load(urllib.request.urlopen(urllib.request.Request(api[0] + 'apps/%s/load' % app_id, method='POST')))
+        open_page(driver, answer['page'])
+        if dialect == 'corva':
+            into_frame(driver, 'window.navigateAppTo && window.notified.length')
+            check(driver.execute_script('return location.pathname + location.search') == '/dashboards/5?native=true&jwt=jwt-from-the-host',
+                  'the reference host launches Corva\'s app at its profile\'s route with its token')
+            sent = urllib.request.urlopen(urllib.request.Request(api[0] + 'apps/corva-app/events/navigateAppTo', method='POST', data=b'/dashboards/6'))
+            check(sent.status == 200, 'the reference host sends navigateAppTo')
+            expect(lambda: driver.execute_script('return document.getElementById("page-title").textContent') == 'Dashboard 6' and driver.execute_script('return window.loads') == 1,
+                   'the reference host\'s navigateAppTo moves the app without a reload')
+        else:
+            into_frame(driver, 'window.askName')
+            check('AcmeHost/2.0' in driver.execute_script('return navigator.userAgent') and driver.execute_script('return location.search') == '?embedded=1',
+                  'a dialect of the host\'s own launches its app with its query and user agent')
+            check(driver.execute_script('return Object.keys(window.webkit.messageHandlers)') == ['acme'], 'its app has the host\'s own handler only')
+            driver.execute_script('askName()')
+            time.sleep(1)
+            check(driver.execute_script('return window.acmeHeard.length') == 0, 'its gated action answers nothing before the user allows it')
+            granted = urllib.request.urlopen(urllib.request.Request(api[0] + 'apps/acme/permissions/USER_NAME/grant', method='POST'))
+            check(granted.status == 200, 'the user allows USER_NAME through the reference host')
+            driver.execute_script('askName()')
+            heard = expect(lambda: driver.execute_script('return window.acmeHeard.length && window.acmeHeard'), 'the host\'s own dialect answers through acmeReceive')
+            check(heard == [{'name': 'Aiko'}], 'the answer is the user\'s name, as the dialect declares', str(heard))
+
+
 def copy_app_from(source, name):
     folder = WORK + '/' + name
     shutil.copytree(source, folder)
@@ -600,6 +641,7 @@ def main():
         ls_url, ls_port = liquid_state(driver)
         forem_url, forem_port = forem(driver)
         corva_url, corva_port = corva(driver)
+        reference_host(driver)
         hostile(driver, 'liquidstate', ls_url, ls_port, 'online_status', None, 'location.href = iwa.url("online_status", {});', 'window.iwa',
                 'http://iwa-news.localhost:%d' % ls_port)
         hostile(driver, 'forem', forem_url, forem_port, 'haptic', 'light', 'forem.haptic("light");', 'window.forem')
