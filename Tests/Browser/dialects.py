@@ -302,6 +302,10 @@ def liquid_state(driver):
     ls_send(driver, 'byLocation', 'set_back_override', {'is_enabled': False})
     expect(lambda: state('back-override') is None, 'the override ends')
 
+    # The host's dialect is chosen when it starts: a profile saved with another one is refused.
+    refused = host_api(driver, 'PUT', 'profile', {'dialect': 'forem'})
+    check('chosen when it starts' in str(refused), 'a profile naming another dialect is refused while the host runs', str(refused))
+
     # The panel's events reach window.communicate.
     into_frame(driver, 'window.iwa')
     before = driver.execute_script('return window.received.length')

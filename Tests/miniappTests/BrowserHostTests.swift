@@ -79,6 +79,13 @@ import Testing
         (["hello"], "not json", 64, "host profile"),
         (["hello", "--port", "70000"], nil, 64, "--port"),
         (["hello", "--secure-storage-limit", "0"], nil, 64, "--secure-storage-limit"),
+        (["hello", "--dialect", "acme"], nil, 64, "--dialect"),
+        (["hello", "--path", "dashboards/1"], nil, 64, "--path"),
+        (["hello", "--path", "/a/../../b"], nil, 64, "--path"),
+        (["hello", "--query", "=1"], nil, 64, "--query"),
+        (["hello"], #"{"dialect": "acme"}"#, 64, "dialect"),
+        (["hello"], #"{"tabs": [{"id": "a"}, {"id": "a"}]}"#, 64, "tabs"),
+        (["hello"], #"{"launch": {"path": "//evil.example/"}}"#, 64, "launch.path"),
         (["nope"], nil, 66, "nope"),
         (["hello", "--offline"], nil, 66, "hello"),
     ]

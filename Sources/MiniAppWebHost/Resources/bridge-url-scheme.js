@@ -62,12 +62,12 @@
       handle(url);
     });
   }
-  // Links that open elsewhere (`target="_blank"`): no navigation of this frame to catch.
+  // Links, whatever their target: caught at the click, so that no navigation starts at all (a link
+  // opening elsewhere has none of this frame's to catch, and the browser counts every navigation a
+  // frame starts: past 200 in 10 seconds, Chromium drops them).
   document.addEventListener('click', function (click) {
     var link = click.target && click.target.closest ? click.target.closest('a[href]') : null;
     if (!link || !ours(link.getAttribute('href') || '') || click.defaultPrevented) { return; }
-    var target = (link.getAttribute('target') || '').toLowerCase();
-    if (target === '' || target === '_self') { return; }
     click.preventDefault();
     handle(link.href || link.getAttribute('href'));
   }, true);
