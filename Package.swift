@@ -252,7 +252,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MiniAppWebHostTests",
-            dependencies: ["MiniAppWebHost", "MiniAppBridge", "MiniAppTestSupport"],
+            dependencies: ["MiniAppWebHost", "MiniAppBridge", "MiniAppKit", "MiniAppPermissions", "MiniAppCore", "MiniAppTestSupport"],
             swiftSettings: settings
         ),
         .testTarget(

@@ -1,6 +1,5 @@
 public import Foundation
 public import MiniAppCore
-import Synchronization
 
 /// One message a running app sent and the answer it got, as a host's tools show it (a list of calls,
 /// a warning about a permission the manifest does not declare).
@@ -42,34 +41,5 @@ public struct BridgeCall: Sendable, Equatable {
     public var undeclaredPermissionWarning: String? {
         guard let permission, !permissionDeclared else { return nil }
         return "\(Sanitizer.printable(action, limit: 80)) needs \(permission.rawValue) in reqPermissions or optPermissions"
-    }
-}
-
-/// The streams of one kind of value a dispatcher hands its subscribers: each gets what is sent after it
-/// subscribed, until it drops its stream.
-final class Broadcast<Element: Sendable>: Sendable {
-    private let subscribers = Mutex<[Int: AsyncStream<Element>.Continuation]>([:])
-    private let nextSubscriber = Atomic<Int>(0)
-    private let buffered: Int
-
-    init(buffered: Int) {
-        self.buffered = buffered
-    }
-
-    func subscribe() -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(buffered))
-        let key = nextSubscriber.wrappingAdd(1, ordering: .relaxed).oldValue
-        subscribers.withLock { $0[key] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.removeValue(forKey: key) }
-        }
-        return stream
-    }
-
-    /// Whether anyone listens: a sender skips building what nobody reads.
-    var isObserved: Bool { subscribers.withLock { !$0.isEmpty } }
-
-    func send(_ element: Element) {
-        for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(element) }
     }
 }

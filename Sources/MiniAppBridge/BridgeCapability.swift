@@ -60,7 +60,11 @@ final class BridgeGrants: Sendable {
     /// reloads gives its previous one back; past this many, the oldest ends.
     static let maxLive = 32
 
-    func grant() -> BridgeCapability {
+    /// How many are live.
+    var liveCount: Int { state.withLock { $0.live.count } }
+
+    /// A new live capability, and how many of the oldest ended to make room.
+    func grant() -> (BridgeCapability, ended: Int) {
         let capability = BridgeCapability.random()
         let ended: [Live] = state.withLock { state in
             state.serial += 1
@@ -72,7 +76,7 @@ final class BridgeGrants: Sendable {
             return ended
         }
         ended.forEach(Self.cancelCalls)
-        return capability
+        return (capability, ended.count)
     }
 
     func isLive(_ capability: BridgeCapability) -> Bool {
@@ -93,19 +97,35 @@ final class BridgeGrants: Sendable {
         _ = state.withLock { $0.live[capability.token]?.calls.removeValue(forKey: call) }
     }
 
-    func revoke(_ capability: BridgeCapability) {
-        if let live = state.withLock({ $0.live.removeValue(forKey: capability.token) }) { Self.cancelCalls(live) }
+    /// Ends `capability`; whether it was live.
+    @discardableResult
+    func revoke(_ capability: BridgeCapability) -> Bool {
+        guard let live = state.withLock({ $0.live.removeValue(forKey: capability.token) }) else { return false }
+        Self.cancelCalls(live)
+        return true
     }
 
-    func revokeAll() {
+    /// Ends every capability; how many were live.
+    @discardableResult
+    func revokeAll() -> Int {
         let ended = state.withLock { state in
             defer { state.live = [:] }
             return Array(state.live.values)
         }
         ended.forEach(Self.cancelCalls)
+        return ended.count
     }
 
     private static func cancelCalls(_ live: Live) {
         live.calls.values.forEach { $0() }
     }
+}
+
+/// A capability of an app's that was granted or that ended, as ``BridgeDispatcher/capabilityEvents()``
+/// tells it (never the token).
+public enum BridgeCapabilityEvent: Sendable, Equatable {
+    /// One was granted (a page of the app greeted its host through the open launch gate); `live` are live now.
+    case granted(live: Int)
+    /// `count` ended (the app closed, its gate closed, its page went, its host stopped); `live` are live now.
+    case ended(count: Int, live: Int)
 }

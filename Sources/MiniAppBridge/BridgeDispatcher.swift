@@ -35,6 +35,7 @@ public final class BridgeDispatcher: Sendable {
     private let logger: Logger
     private let eventStreams = Broadcast<BridgeEvent>(buffered: 64)
     private let callStreams = Broadcast<BridgeCall>(buffered: 256)
+    private let capabilityStreams = Broadcast<BridgeCapabilityEvent>(buffered: 64)
     private let grants = BridgeGrants()
     /// When the launch gate was last found open; `nil` when it must be read again before the next call.
     private let gateOpenSince = Mutex<ContinuousClock.Instant?>(nil)
@@ -85,18 +86,35 @@ public final class BridgeDispatcher: Sendable {
         guard try await isGateOpen(readingNow: true) else {
             throw BridgeFailure(type: "AuthorizationFailureError", message: "the launch gate is closed: a permission the mini-app requires is not allowed")
         }
-        return grants.grant()
+        let (capability, ended) = grants.grant()
+        if capabilityStreams.isObserved {
+            let live = grants.liveCount
+            if ended > 0 { capabilityStreams.send(.ended(count: ended, live: live - 1)) }
+            capabilityStreams.send(.granted(live: live))
+        }
+        return capability
     }
 
     /// Ends `capability`: its calls in flight are cancelled (a prompt one raised leaves the host's page)
     /// and every later message holding it is refused.
     public func revoke(_ capability: BridgeCapability) {
-        grants.revoke(capability)
+        if grants.revoke(capability) { toldEnded(1) }
     }
 
     /// Ends every capability of the app: it closed, its gate closed, or its host stops.
     public func revokeAll() {
-        grants.revokeAll()
+        toldEnded(grants.revokeAll())
+    }
+
+    private func toldEnded(_ count: Int) {
+        guard count > 0, capabilityStreams.isObserved else { return }
+        capabilityStreams.send(.ended(count: count, live: grants.liveCount))
+    }
+
+    /// The app's capabilities granted and ended from now on, until the stream is dropped (the newest 64
+    /// kept for a reader that falls behind).
+    public func capabilityEvents() -> AsyncStream<BridgeCapabilityEvent> {
+        capabilityStreams.subscribe()
     }
 
     /// Whether `capability` is one of the app's live capabilities.
@@ -126,7 +144,7 @@ public final class BridgeDispatcher: Sendable {
             throw BridgeFailure(type: "PermissionStoreError", message: "the host cannot read the permission store: \(error)")
         }
         gateOpenSince.withLock { $0 = decision.allowed ? now : nil }
-        if !decision.allowed { grants.revokeAll() }
+        if !decision.allowed { revokeAll() }
         return decision.allowed
     }
 
@@ -185,7 +203,7 @@ public final class BridgeDispatcher: Sendable {
         // An answer computed for a capability that ended meanwhile goes to no one.
         guard grants.isLive(capability) else { throw .noCapability }
         // A closed app's pages, and whatever it opened, speak for it no more.
-        if message.action == "closeMiniApp", case .success = result { grants.revokeAll() }
+        if message.action == "closeMiniApp", case .success = result { revokeAll() }
         return try result.get()
     }
 
@@ -420,7 +438,7 @@ public final class BridgeDispatcher: Sendable {
             }
             if !decided.isEmpty {
                 do {
-                    try await store.set(appId: appId, Dictionary(decided, uniquingKeysWith: { first, _ in first }))
+                    try await store.set(appId: appId, Dictionary(decided, uniquingKeysWith: { first, _ in first }), source: .bridge)
                 } catch {
                     throw BridgeFailure(type: "PermissionStoreError", message: "the host cannot record the decisions: \(error)")
                 }

@@ -238,6 +238,56 @@ public struct BridgeMediaCommand: Sendable, Equatable {
     }
 }
 
+/// Host services that answer some of ``BridgeHostServices``' requirements themselves and hand every
+/// other to ``base``: how a host replaces a few of the services a host gives by default (the browser
+/// host's profile and page), keeping the rest.
+///
+/// ```
+/// struct Services: BridgeHostServicesLayer {
+///     let base: any BridgeHostServices
+///     func userName(appId: String) async throws(BridgeFailure) -> String { "Aiko" }
+/// }
+/// ```
+public protocol BridgeHostServicesLayer: BridgeHostServices {
+    /// The services that answer what this layer does not.
+    var base: any BridgeHostServices { get }
+}
+
+extension BridgeHostServicesLayer {
+    public func userName(appId: String) async throws(BridgeFailure) -> String { try await base.userName(appId: appId) }
+    public func profilePhoto(appId: String) async throws(BridgeFailure) -> String { try await base.profilePhoto(appId: appId) }
+    public func contacts(appId: String) async throws(BridgeFailure) -> [BridgeContact] { try await base.contacts(appId: appId) }
+    public func accessToken(appId: String, audience: String, scopes: [String]) async throws(BridgeFailure) -> BridgeAccessToken { try await base.accessToken(appId: appId, audience: audience, scopes: scopes) }
+    public func points(appId: String) async throws(BridgeFailure) -> BridgePoints { try await base.points(appId: appId) }
+    public func sendMessage(appId: String, message: JSONValue, to recipients: MessageRecipients) async throws(BridgeFailure) -> JSONValue { try await base.sendMessage(appId: appId, message: message, to: recipients) }
+    public func downloadFile(appId: String, filename: String, url: String, headers: [String: String]) async throws(BridgeFailure) -> String { try await base.downloadFile(appId: appId, filename: filename, url: url, headers: headers) }
+    public func devicePermission(appId: String, name: String) async throws(BridgeFailure) -> Bool { try await base.devicePermission(appId: appId, name: name) }
+    public func devicePermissionStatus(appId: String, name: String) async -> DevicePermissionStatus { await base.devicePermissionStatus(appId: appId, name: name) }
+    public func phoneNumber(appId: String) async throws(BridgeFailure) -> String { try await base.phoneNumber(appId: appId) }
+    public func isLoggedIn(appId: String) async throws(BridgeFailure) -> Bool { try await base.isLoggedIn(appId: appId) }
+    public func askUser(_ prompt: PermissionPrompt) async throws(BridgeFailure) -> [String: PermissionStatus] { try await base.askUser(prompt) }
+    public func closeMiniApp(appId: String, withConfirmationAlert: Bool) async throws(BridgeFailure) { try await base.closeMiniApp(appId: appId, withConfirmationAlert: withConfirmationAlert) }
+    public func receive(appId: String, action: String, info: JSONValue) async throws(BridgeFailure) -> String { try await base.receive(appId: appId, action: action, info: info) }
+    public func share(appId: String, _ item: BridgeShare) async throws(BridgeFailure) { try await base.share(appId: appId, item) }
+    public func loadAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure) { try await base.loadAd(appId: appId, ad) }
+    public func showAd(appId: String, _ ad: BridgeAd) async throws(BridgeFailure) -> BridgeReward? { try await base.showAd(appId: appId, ad) }
+    public func products(appId: String) async throws(BridgeFailure) -> [BridgeProduct] { try await base.products(appId: appId) }
+    public func confirmPurchase(appId: String, _ product: BridgeProduct) async throws(BridgeFailure) { try await base.confirmPurchase(appId: appId, product) }
+    public func logIn(appId: String) async throws(BridgeFailure) -> Bool { try await base.logIn(appId: appId) }
+    public func logOut(appId: String) async throws(BridgeFailure) -> Bool { try await base.logOut(appId: appId) }
+    public func cookies(appId: String) async throws(BridgeFailure) -> [BridgeCookie] { try await base.cookies(appId: appId) }
+    public func openBrowser(appId: String, _ kind: BridgeBrowser, url: String) async throws(BridgeFailure) -> Bool { try await base.openBrowser(appId: appId, kind, url: url) }
+    public func loadHTML(appId: String, html: String, callbackURL: String) async throws(BridgeFailure) -> String? { try await base.loadHTML(appId: appId, html: html, callbackURL: callbackURL) }
+    public func imageFromGallery(appId: String) async throws(BridgeFailure) -> BridgeImage { try await base.imageFromGallery(appId: appId) }
+    public func currentPosition(appId: String) async throws(BridgeFailure) -> BridgePosition { try await base.currentPosition(appId: appId) }
+    public func isOnline(appId: String) async -> Bool { await base.isOnline(appId: appId) }
+    public func biometrics(appId: String) async -> BridgeBiometrics { await base.biometrics(appId: appId) }
+    public func openFile(appId: String, _ file: BridgeFileReference) async throws(BridgeFailure) { try await base.openFile(appId: appId, file) }
+    public func signal(appId: String, _ signal: BridgeSignal) async throws(BridgeFailure) { try await base.signal(appId: appId, signal) }
+    public func media(appId: String, _ command: BridgeMediaCommand) async throws(BridgeFailure) { try await base.media(appId: appId, command) }
+    public func uploadImage(appId: String, ratio: Double?, uploading: @escaping @Sendable () -> Void) async throws(BridgeFailure) -> String { try await base.uploadImage(appId: appId, ratio: ratio, uploading: uploading) }
+}
+
 /// A position, as the Geolocation API's `GeolocationCoordinates`.
 public struct BridgePosition: Sendable, Equatable, Codable {
     public var latitude: Double

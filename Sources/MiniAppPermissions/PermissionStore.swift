@@ -18,11 +18,19 @@ package protocol PermissionBackend: Sendable {
     /// was taken, in whole milliseconds (never before the app's last history row); otherwise its own.
     /// A history row's time is its decision's, or the app's last row's when that is later: the history's
     /// order, which is the order the changes took effect, and its times always agree.
-    func apply(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool) async throws(PermissionStoreError)
+    /// Each history row names `author`.
+    func apply(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool, author: ChangeAuthor) async throws(PermissionStoreError)
     /// Forgets the app's decisions (of `names` alone, full names, when given) in one transaction holding
-    /// the app's lock, with a history row for each, at `date` or (when `nil`) the time the lock was
-    /// taken; never before the app's last row.
-    func reset(appId: String, names: [String]?, at date: Date?) async throws(PermissionStoreError)
+    /// the app's lock, with a history row for each (naming `author`), at `date` or (when `nil`) the time
+    /// the lock was taken; never before the app's last row.
+    func reset(appId: String, names: [String]?, at date: Date?, author: ChangeAuthor) async throws(PermissionStoreError)
+    /// Every app's history rows after row `id`, oldest first, at most `limit`.
+    func changes(after id: Int64, limit: Int) async throws(PermissionStoreError) -> [StoredChange]
+    /// The last history row's id, 0 when there is none.
+    func lastChangeID() async throws(PermissionStoreError) -> Int64
+    /// Calls `changed` whenever the history may have grown, whoever wrote it (another process, another
+    /// machine), until the watch is stopped; `nil` when the database offers no way to watch.
+    func watchChanges(_ changed: @escaping @Sendable () -> Void) async -> (any ChangeWatch)?
     /// The value the app stored under `key`, or nil.
     func storageItem(appId: String, key: String) async throws(PermissionStoreError) -> String?
     /// Every item the app stored, by key.
@@ -47,6 +55,65 @@ package protocol PermissionBackend: Sendable {
     func clearHostRecords(appId: String, kind: String) async throws(PermissionStoreError)
     /// Closes the connections.
     func close() async
+}
+
+/// Who wrote a history row: the decision's source, and the store (the process's ``PermissionStore``)
+/// that wrote it.
+package struct ChangeAuthor: Sendable {
+    package let source: PermissionDecisionSource
+    package let writer: String
+}
+
+/// One history row as a store keeps it, with its id and author.
+package struct StoredChange: Sendable {
+    package let id: Int64
+    package let appId: String
+    package let change: PermissionChange
+    /// The source's raw value, `nil` for a row written by a version that did not say.
+    package let source: String?
+    package let writer: String?
+}
+
+/// A watch of a store's history, until stopped.
+package protocol ChangeWatch: Sendable {
+    func stop()
+}
+
+/// Where a permission decision came from.
+public enum PermissionDecisionSource: String, Sendable, Equatable, Codable, CaseIterable {
+    /// The user answered the app's own request (`requestCustomPermissions`, a prompt of the host's).
+    case bridge
+    /// The user on the host's page: the launch gate, the permissions list, the developer's panel.
+    case hostPage
+    /// The host's own code, through the library (the default of ``PermissionStore``'s writes).
+    case host
+    /// `miniapp permissions grant`, `deny` or `reset` on the command line.
+    case commandLine
+    /// An import of a ``PermissionSnapshot`` (`miniapp permissions import`, ``PermissionStore/restore(_:source:)``).
+    case imported
+    /// Written by a version that did not say.
+    case unknown
+}
+
+/// A permission decision that changed in the store: one history row, told to the store's observers
+/// (``PermissionStore/decisionChanges()``), whoever wrote it.
+public struct PermissionDecisionEvent: Sendable, Equatable {
+    /// The app.
+    public var appId: String
+    /// The change: the permission, its status before and after, when.
+    public var change: PermissionChange
+    /// Where the decision came from.
+    public var source: PermissionDecisionSource
+    /// Whether this process's store wrote it (`false`: another process or machine sharing the store).
+    public var writtenHere: Bool
+
+    /// A change of `appId`'s decision.
+    public init(appId: String, change: PermissionChange, source: PermissionDecisionSource, writtenHere: Bool) {
+        self.appId = appId
+        self.change = change
+        self.source = source
+        self.writtenHere = writtenHere
+    }
 }
 
 /// How long a PostgreSQL permission store waits: for a connection (including TLS and login), and for
@@ -79,6 +146,10 @@ public final class PermissionStore: Sendable {
     let backend: any PermissionBackend
     /// Each app's rate and turns for its secure storage.
     let storageGate: SecureStorageGate
+    /// This store's name in the history rows it writes: how a change it reads back is known as its own.
+    let writer: String
+    /// The changes of the history, for observers.
+    let feed: ChangeFeed
 
     /// The store as messages name it: the SQLite file's path, or the PostgreSQL URL without its password.
     public var path: String { backend.name }
@@ -90,6 +161,9 @@ public final class PermissionStore: Sendable {
         self.location = location
         self.backend = backend
         self.storageGate = SecureStorageGate(rate: storageRate)
+        var generator = SystemRandomNumberGenerator()
+        self.writer = (0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) }.hexString
+        self.feed = ChangeFeed(backend: backend, writer: writer)
     }
 
     /// Opens the SQLite store in `cacheDirectory` (`permissions.sqlite`), creating and migrating it when
@@ -125,9 +199,21 @@ public final class PermissionStore: Sendable {
         }
     }
 
-    /// Closes the store's connections (PostgreSQL); later calls fail. Nothing to do for SQLite.
+    /// Closes the store's connections (PostgreSQL) and ends its observers' streams; later calls fail.
     public func close() async {
+        feed.stop()
         await backend.close()
+    }
+
+    // MARK: Observing
+
+    /// Every decision that changes in the store from now on, whoever writes it: this process (with the
+    /// source it gave), or another process or machine sharing the store (seen through inotify for SQLite,
+    /// `LISTEN` for PostgreSQL). Each history row is told once, in the order of the history; the stream
+    /// keeps the newest `buffered` changes its reader has not read (older ones are dropped) and ends
+    /// when its task does, or at ``close()``.
+    public func decisionChanges(buffered: Int = 256) async throws -> AsyncStream<PermissionDecisionEvent> {
+        try await feed.subscribe(buffered: buffered)
     }
 
     // MARK: Reading
@@ -207,18 +293,19 @@ public final class PermissionStore: Sendable {
     /// Sets statuses (full or short names) in one transaction, recording each change in the history.
     /// Without `date`, the decisions are timed when they take effect: after the app's lock is taken, so
     /// that of writers racing on one app, the later one always has the later (or the same) time.
-    public func set(appId: String, _ statuses: [String: PermissionStatus], at date: Date? = nil) async throws {
+    /// `source` says where the decisions came from (``PermissionDecisionSource/host`` by default).
+    public func set(appId: String, _ statuses: [String: PermissionStatus], at date: Date? = nil, source: PermissionDecisionSource = .host) async throws {
         let time = Self.storedTime(date ?? Date())
-        try await record(appId: appId, statuses.map { StoredPermission(name: $0.key, status: $0.value, decidedAt: time) }, takingEffectNow: date == nil)
+        try await record(appId: appId, statuses.map { StoredPermission(name: $0.key, status: $0.value, decidedAt: time) }, takingEffectNow: date == nil, source: source)
     }
 
     /// Stores decisions (full or short names) each with its own time, in one transaction: what an
     /// import of a ``PermissionSnapshot`` does.
-    public func record(appId: String, _ decisions: [StoredPermission]) async throws {
-        try await record(appId: appId, decisions, takingEffectNow: false)
+    public func record(appId: String, _ decisions: [StoredPermission], source: PermissionDecisionSource = .imported) async throws {
+        try await record(appId: appId, decisions, takingEffectNow: false, source: source)
     }
 
-    private func record(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool) async throws {
+    private func record(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool, source: PermissionDecisionSource) async throws {
         try Identifier.validate(appId, as: .app)
         var normalized: [String: StoredPermission] = [:]
         for decision in decisions {
@@ -226,13 +313,16 @@ public final class PermissionStore: Sendable {
             let name = PermissionName.full(decision.name)
             normalized[name] = StoredPermission(name: name, status: decision.status, decidedAt: Self.storedTime(decision.decidedAt))
         }
-        try await backend.apply(appId: appId, normalized.values.sorted { $0.name < $1.name }, takingEffectNow: takingEffectNow)
+        try await backend.apply(appId: appId, normalized.values.sorted { $0.name < $1.name }, takingEffectNow: takingEffectNow, author: author(source))
+        feed.poke()
     }
+
+    private func author(_ source: PermissionDecisionSource) -> ChangeAuthor { ChangeAuthor(source: source, writer: writer) }
 
     /// Forgets every stored status of the app, or those of `names` (full or short names) alone: each
     /// is undecided again (the history keeps the resets), timed at `date` or, by default, when it takes
     /// effect.
-    public func reset(appId: String, names: [String]? = nil, at date: Date? = nil) async throws {
+    public func reset(appId: String, names: [String]? = nil, at date: Date? = nil, source: PermissionDecisionSource = .host) async throws {
         try Identifier.validate(appId, as: .app)
         let full = try names.map { names in
             try names.map { name in
@@ -241,12 +331,13 @@ public final class PermissionStore: Sendable {
             }
         }
         if full?.isEmpty == true { return }
-        try await backend.reset(appId: appId, names: full.map { Array(Set($0)).sorted() }, at: date.map(Self.storedTime))
+        try await backend.reset(appId: appId, names: full.map { Array(Set($0)).sorted() }, at: date.map(Self.storedTime), author: author(source))
+        feed.poke()
     }
 
     // MARK: Moving between stores
 
-    /// Every decision of every app (or of `appId` alone), with its time: what ``restore(_:)`` writes
+    /// Every decision of every app (or of `appId` alone), with its time: what ``restore(_:source:)`` writes
     /// into another store.
     public func snapshot(appId: String? = nil) async throws -> PermissionSnapshot {
         var apps: [String: [StoredPermission]]
@@ -255,10 +346,10 @@ public final class PermissionStore: Sendable {
     }
 
     /// Stores every decision of `snapshot` with its time, one transaction per app.
-    public func restore(_ snapshot: PermissionSnapshot) async throws {
+    public func restore(_ snapshot: PermissionSnapshot, source: PermissionDecisionSource = .imported) async throws {
         for app in snapshot.apps { try Identifier.validate(app.id, as: .app) }
         for app in snapshot.apps where !app.permissions.isEmpty {
-            try await record(appId: app.id, app.permissions)
+            try await record(appId: app.id, app.permissions, source: source)
         }
     }
 

@@ -46,8 +46,16 @@ public final class BrowserHost: Sendable {
     /// Where apps are launched, over the profile's `launch` and the dialect's.
     public let launch: Launch
     let logger: Logger
-    let board = HostBoard()
+    /// Where the host's observers hear of everything (``callbacks(buffered:)``).
+    let hub = CallbackHub()
+    let board: HostBoard
     let uploads = UploadStore()
+    /// The host's own services over the defaults, when it replaces some of them.
+    let layer: (@Sendable (_ appId: String, _ defaults: any BridgeHostServices) -> any BridgeHostServices)?
+    /// What observing the host started: the tasks that carry the store's and the installer's changes.
+    private let observing = Mutex<[Task<Void, Never>]?>(nil)
+    /// Each open app's launch gate as last told.
+    private let gates = Mutex<[String: LaunchDecision]>([:])
     /// The apps served, by origin label.
     private let apps = Mutex<[String: RunningApp]>([:])
     /// What the host page's panel keeps of each app, by app id: it outlives the app's bridges (a
@@ -77,10 +85,13 @@ public final class BrowserHost: Sendable {
         installer: BundleInstaller, store: PermissionStore, profile: HostProfile = HostProfile(), environment: BridgeEnvironment? = nil,
         identity: BridgeIdentity, host: String = "127.0.0.1", port: Int = 0, limits: BridgeLimits = BridgeLimits(),
         dialect: BridgeDialect? = nil, launch: Launch = Launch(), customActions: [String: BridgeAction] = [:],
+        services: (@Sendable (_ appId: String, _ defaults: any BridgeHostServices) -> any BridgeHostServices)? = nil,
         logger: Logger = Logger(label: "miniapp.host", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.dialect = dialect ?? profile.dialect.flatMap { BridgeDialect.builtIn[$0] } ?? .rakuten
         self.launch = launch
+        self.layer = services
+        self.board = HostBoard(hub: hub)
         self.installer = installer
         self.store = store
         self.profileState = NIOLockedValueBox(profile)
@@ -92,6 +103,9 @@ public final class BrowserHost: Sendable {
         self.customActions = customActions
         self.logger = logger
         self.boundPort = NIOLockedValueBox(port)
+        board.gateDecider.withLock { decider in
+            decider = { [weak self] appId, missing, allowed in await self?.decideGate(appId: appId, missing: missing, allowed: allowed) ?? false }
+        }
     }
 
     /// The origin label of an app: its id when that is a lowercase DNS label without `--`, else `id--`
@@ -126,23 +140,28 @@ public final class BrowserHost: Sendable {
         let place = BrowserHostServices.Place(
             root: root, appOrigin: { "http://\(label).localhost:\(bound.withLockedValue { $0 })" }, hostOrigin: { "http://localhost:\(bound.withLockedValue { $0 })" }
         )
-        let services = BrowserHostServices(
+        let defaults = BrowserHostServices(
             profile: profileState, board: board, store: store, logger: logger, place: place, signals: panel.signals, uploads: uploads
         )
+        let services = layer.map { $0(appId, defaults) } ?? defaults
         let dispatcher = BridgeDispatcher(
             appId: appId, manifest: manifest, store: store, services: services, environment: environment, identity: identity,
             dialect: dialect, customActions: customActions, faults: panel.faults, logger: logger
         )
         let events = EventLog()
-        let board = self.board
+        let board = self.board, hub = self.hub
         let forwarder = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await event in dispatcher.events() { events.append(event) }
                 }
                 group.addTask {
+                    for await event in dispatcher.capabilityEvents() { hub.send(.capability(appId: appId, event)) }
+                }
+                group.addTask {
                     for await call in dispatcher.calls() {
                         panel.calls.append(call)
+                        hub.send(.call(appId: appId, call))
                         // A development folder's developer hears of each action the manifest forgot.
                         guard let development, let warning = call.undeclaredPermissionWarning, development.warn(warning) else { continue }
                         development.continuation.yield(.undeclaredPermission(warning))
@@ -158,7 +177,103 @@ public final class BrowserHost: Sendable {
         let replaced = apps.withLock { $0.updateValue(app, forKey: app.label) }
         replaced?.forwarder.cancel()
         replaced?.dispatcher.revokeAll()
+        if let replaced { hub.send(.appClosed(appId: replaced.appId, .replaced)) }
+        hub.send(.appOpened(appId: appId, versionId: versionId))
+        if hub.isObserved {
+            gates.withLock { _ = $0.removeValue(forKey: appId) }
+            Task { await self.gateMayHaveChanged(appId: appId, source: nil) }
+        }
         return dispatcher
+    }
+
+    // MARK: Observing
+
+    /// Everything the host does and hears from now on, as its page sees it and more: the prompts and
+    /// sheets that need the user (each answerable here as on the page: ``HostPrompt``), the apps' calls
+    /// and signals, apps opened and closed, capabilities granted and ended, launch gates, permission
+    /// decisions (whoever made them, another process sharing the store included), the profile, and
+    /// the installer's installs.
+    ///
+    /// Any number of observers, each with a stream of its own that ends when its task does (or when the
+    /// host goes). Sending never waits for an observer: each stream keeps the newest `buffered`
+    /// callbacks its reader has not read and drops older ones, so a slow observer slows neither the
+    /// apps nor the other observers (a prompt it missed still waits, and the page still shows it). The
+    /// first observer starts the watch of the store (and the launch gates of the apps open then are told).
+    public func callbacks(buffered: Int = 256) async -> AsyncStream<HostCallback> {
+        let stream = hub.subscribe(buffered: buffered)
+        let starting = observing.withLock { tasks -> Bool in
+            guard tasks == nil else { return false }
+            tasks = []
+            return true
+        }
+        if starting { await startObserving() }
+        return stream
+    }
+
+    /// Starts carrying the installer's installs and the store's decisions to the observers.
+    private func startObserving() async {
+        let hub = self.hub
+        let installs = installer.installs()
+        var tasks = [Task { for await event in installs { hub.send(.install(event)) } }]
+        do {
+            let changes = try await store.decisionChanges()
+            tasks.append(Task { [weak self] in
+                for await change in changes {
+                    hub.send(.permissionChanged(change))
+                    await self?.gateMayHaveChanged(appId: change.appId, source: change.source)
+                }
+            })
+        } catch {
+            logger.warning("the permission store cannot be watched: observers hear no decision made elsewhere", metadata: ["error": "\(error)"])
+        }
+        observing.withLock { $0 = tasks }
+        for app in openApps { await gateMayHaveChanged(appId: app.appId, source: nil) }
+    }
+
+    /// Reads the launch gate of `appId` when it is open, and tells a change: a closed gate waits as a
+    /// prompt for the host's observers, which an open one settles (by whoever decided, `source`).
+    func gateMayHaveChanged(appId: String, source: PermissionDecisionSource?) async {
+        guard let app = openApps.first(where: { $0.appId == appId }),
+              let decision = try? await store.launchDecision(appId: appId, manifest: app.manifest) else { return }
+        let changed = gates.withLock { gates -> Bool in
+            guard gates[appId] != decision else { return false }
+            gates[appId] = decision
+            return true
+        }
+        guard changed else { return }
+        // A decision made in another process ends the app's capabilities now, not at the next recheck.
+        if !decision.allowed, source != nil { await app.dispatcher.gateMayHaveChanged() }
+        hub.send(.launchGate(appId: appId, decision))
+        if decision.allowed {
+            let settler: HostPrompt.Settler = switch source {
+            case .hostPage?: .page
+            case .host?: .host
+            default: .elsewhere
+            }
+            board.settleGate(appId: appId, by: settler, answered: true)
+        } else {
+            board.raiseGate(appId: appId, missing: decision.missing)
+        }
+    }
+
+    /// What a launch gate prompt answered from code does: the missing permissions allowed or denied in
+    /// the store (the host's decision), and the app's pages told.
+    func decideGate(appId: String, missing: [String], allowed: Bool) async -> Bool {
+        guard let app = openApps.first(where: { $0.appId == appId }) else { return false }
+        do {
+            try await store.set(appId: appId, Dictionary(uniqueKeysWithValues: missing.map { ($0, allowed ? .allowed : .denied) }), source: .host)
+        } catch {
+            logger.warning("a launch gate's decision was not kept", metadata: ["app-id": "\(appId)", "error": "\(error)"])
+            return false
+        }
+        await app.dispatcher.gateMayHaveChanged()
+        board.notifyStateChanged(appId: appId)
+        return true
+    }
+
+    deinit {
+        observing.withLock { $0 }?.forEach { $0.cancel() }
+        hub.finish()
     }
 
     /// Makes `profile` the host's user and settings for every later call of every app: its locale, host
@@ -176,6 +291,7 @@ public final class BrowserHost: Sendable {
         profileState.withLockedValue { $0 = profile }
         board.loggedIn.withLock { $0 = nil }
         openApps.forEach { $0.dispatcher.setEnvironment(environment) }
+        hub.send(.profileChanged(profile))
     }
 
     /// Sends `event` to every page of the app `appId` that runs in this host; `false` when it is not open.
@@ -254,6 +370,7 @@ public final class BrowserHost: Sendable {
             apps.withLock { $0.values.forEach { $0.forwarder.cancel() } }
             // Pages left open in a browser hold capabilities of a host that is gone.
             openApps.forEach { $0.dispatcher.revokeAll() }
+            for app in openApps { hub.send(.appClosed(appId: app.appId, .hostStopped)) }
         }
         let application = Application(
             responder: responder,

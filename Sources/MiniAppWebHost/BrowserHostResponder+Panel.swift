@@ -35,7 +35,7 @@ extension BrowserHostResponder {
             guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
             let name = parts[3].removingPercentEncoding ?? parts[3]
             guard PermissionName.isValid(name) else { return Self.json(.badRequest, ["error": .string("name a permission to reset")]) }
-            try await host.store.reset(appId: app.appId, names: [name])
+            try await host.store.reset(appId: app.appId, names: [name], source: .hostPage)
             // A required permission reset closes the gate: the app's pages lose the bridge.
             await app.dispatcher.gateMayHaveChanged()
             board.notifyStateChanged(appId: app.appId)

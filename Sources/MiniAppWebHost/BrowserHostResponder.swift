@@ -254,7 +254,7 @@ struct BrowserHostResponder: HTTPResponder {
             let chosen = decisions.filter { declared.contains(PermissionName.full($0.key)) }
             guard chosen.count == decisions.count else { return Self.json(.badRequest, ["error": .string("the manifest does not declare every permission named")]) }
             if !chosen.isEmpty {
-                try await host.store.set(appId: app.appId, chosen)
+                try await host.store.set(appId: app.appId, chosen, source: .hostPage)
                 // A required permission revoked or denied closes the gate: the app's pages lose the bridge.
                 await app.dispatcher.gateMayHaveChanged()
             }
@@ -292,6 +292,12 @@ struct BrowserHostResponder: HTTPResponder {
                 try await host.store.setHostRecord(appId: app.appId, .device, key: name, value: status == .unknown ? nil : status.rawValue)
             }
             return try await state(of: app)
+        case (.post, 3) where parts[0] == "apps" && parts[2] == "close":
+            // The user closes the app on the host page: every page of it loses the bridge.
+            guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
+            app.dispatcher.revokeAll()
+            host.hub.send(.appClosed(appId: app.appId, .byUser))
+            return Self.json(.ok, ["closed": .bool(true)])
         case (.delete, 4) where parts[0] == "apps" && parts[2] == "grants":
             guard let app = host.openApps.first(where: { $0.appId == parts[1] }) else { return Self.json(.notFound, ["error": .string("no such app")]) }
             if let capability = BridgeCapability(token: parts[3]) { app.dispatcher.revoke(capability) }

@@ -294,6 +294,7 @@ final class BrowserHostServices: BridgeHostServices {
     }
 
     func signal(appId: String, _ signal: BridgeSignal) async throws(BridgeFailure) {
+        board.hub.send(.signal(appId: appId, signal))
         var payload: [String: JSONValue]
         switch signal {
         case .authentication(let isAuthenticated):

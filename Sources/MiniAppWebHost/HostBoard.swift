@@ -25,6 +25,8 @@ struct HostNotice: Sendable {
         /// `warning` (a new warning about its calls); or any app's `state` changed elsewhere than in the
         /// page's own lists (a permission reset from the panel): the page reads the app's state again.
         case development(appId: String, change: String)
+        /// A prompt or sheet waiting was updated: what it shows now.
+        case updated(id: Int, HostPrompt.Update)
     }
 
     let sequence: Int
@@ -47,6 +49,11 @@ struct HostNotice: Sendable {
             return .object(["kind": .string("info"), "appId": .string(appId), "info": .string(kind), "payload": payload])
         case .development(let appId, let change):
             return .object(["kind": .string("development"), "appId": .string(appId), "change": .string(change)])
+        case .updated(let id, let update):
+            return .object([
+                "kind": .string("updated"), "id": .number(Double(id)), "message": update.message.map { .string($0) } ?? .null,
+                "progress": update.progress.map { .number($0) } ?? .null,
+            ])
         }
     }
 }
@@ -60,12 +67,16 @@ final class HostBoard: Sendable {
         let prompt: PermissionPrompt
         let continuation: CheckedContinuation<[String: PermissionStatus], Never>
         let notice: HostNotice
+        let handle: HostPrompt
+        var update: HostNotice?
     }
 
     private struct PendingSheet {
         let sheet: HostSheet
         let continuation: CheckedContinuation<JSONValue?, Never>
         let notice: HostNotice
+        let handle: HostPrompt
+        var update: HostNotice?
     }
 
     private struct State {
@@ -77,19 +88,38 @@ final class HostBoard: Sendable {
         var nextPrompt = 0
         var pending: [Int: Pending] = [:]
         var sheets: [Int: PendingSheet] = [:]
+        /// Closed launch gates waiting for a decision, by app id.
+        var gates: [String: HostPrompt] = [:]
 
         func waiting(for appId: String) -> Int {
             pending.values.filter { $0.prompt.appId == appId }.count + sheets.values.filter { $0.sheet.appId == appId }.count
         }
 
-        /// The notices of the prompts and sheets still waiting, oldest first.
+        /// The notices of the prompts and sheets still waiting (each with its last update), oldest first.
         var waitingNotices: [HostNotice] {
-            (pending.values.map(\.notice) + sheets.values.map(\.notice)).sorted { $0.sequence < $1.sequence }
+            var notices: [HostNotice] = []
+            for waiting in pending.values {
+                notices.append(waiting.notice)
+                if let update = waiting.update { notices.append(update) }
+            }
+            for waiting in sheets.values {
+                notices.append(waiting.notice)
+                if let update = waiting.update { notices.append(update) }
+            }
+            return notices.sorted { $0.sequence < $1.sequence }
         }
     }
 
     private let state = Mutex(State())
     private let changes = ChangeSignal()
+    /// Where the host's observers hear of prompts.
+    let hub: CallbackHub
+    /// Writes a launch gate's answer from code into the store: the app, the missing permissions, allowed or not.
+    let gateDecider = Mutex<(@Sendable (String, [String], Bool) async -> Bool)?>(nil)
+
+    init(hub: CallbackHub = CallbackHub()) {
+        self.hub = hub
+    }
     /// Whether the user logged in or out on the host page, over the profile's `loggedIn`: the host's
     /// user is one for every app.
     let loggedIn = Mutex<Bool?>(nil)
@@ -141,24 +171,26 @@ final class HostBoard: Sendable {
         // answer (every undecided permission DENIED, nothing stored), and the prompt leaves the page.
         let expiry = Task { [weak self] in
             try? await Task.sleep(for: Self.promptLifetime)
-            self?.settle(id, with: [:])
+            self?.settle(id, with: [:], by: .expired)
         }
         defer { expiry.cancel() }
+        let handle = HostPrompt(id: id, appId: prompt.appId, kind: .permissions(prompt.items), handler: self)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 state.withLock { state in
-                    state.pending[id] = Pending(prompt: prompt, continuation: continuation, notice: post(.prompt(id: id, prompt), in: &state))
+                    state.pending[id] = Pending(prompt: prompt, continuation: continuation, notice: post(.prompt(id: id, prompt), in: &state), handle: handle)
                 }
-                if Task.isCancelled { _ = settle(id, with: [:]) }
+                hub.send(.prompt(handle))
+                if Task.isCancelled { _ = settle(id, with: [:], by: .withdrawn) }
             }
         } onCancel: {
-            _ = settle(id, with: [:])
+            _ = settle(id, with: [:], by: .withdrawn)
         }
     }
 
     /// Settles prompt `id` with `decisions` (names it does not ask are ignored); `false` when it is not waiting.
     @discardableResult
-    func settle(_ id: Int, with decisions: [String: PermissionStatus]) -> Bool {
+    func settle(_ id: Int, with decisions: [String: PermissionStatus], by settler: HostPrompt.Settler = .page) -> Bool {
         let pending: Pending? = state.withLock { state in
             guard let pending = state.pending.removeValue(forKey: id) else { return nil }
             post(.settled(id: id), in: &state)
@@ -167,7 +199,13 @@ final class HostBoard: Sendable {
         guard let pending else { return false }
         let asked = Set(pending.prompt.items.map(\.name))
         pending.continuation.resume(returning: decisions.filter { asked.contains($0.key) })
+        told(pending.handle, HostPrompt.Settlement(by: settler, answered: settler == .page || settler == .host ? !decisions.isEmpty : false))
         return true
+    }
+
+    /// Tells the prompt and the observers how it was settled.
+    private func told(_ handle: HostPrompt, _ settlement: HostPrompt.Settlement) {
+        if handle.settled(settlement) { hub.send(.promptSettled(handle, settlement)) }
     }
 
     /// Shows `sheet` to the host pages and waits for the user's answer: `nil` when the user dismissed
@@ -184,24 +222,26 @@ final class HostBoard: Sendable {
         }
         let expiry = Task { [weak self] in
             try? await Task.sleep(for: Self.promptLifetime)
-            self?.answer(id, with: nil)
+            self?.answer(id, with: nil, by: .expired)
         }
         defer { expiry.cancel() }
+        let handle = HostPrompt(id: id, appId: sheet.appId, kind: .sheet(sheet.kind, payload: sheet.payload), handler: self)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 state.withLock { state in
-                    state.sheets[id] = PendingSheet(sheet: sheet, continuation: continuation, notice: post(.sheet(id: id, sheet), in: &state))
+                    state.sheets[id] = PendingSheet(sheet: sheet, continuation: continuation, notice: post(.sheet(id: id, sheet), in: &state), handle: handle)
                 }
-                if Task.isCancelled { _ = answer(id, with: nil) }
+                hub.send(.prompt(handle))
+                if Task.isCancelled { _ = answer(id, with: nil, by: .withdrawn) }
             }
         } onCancel: {
-            _ = answer(id, with: nil)
+            _ = answer(id, with: nil, by: .withdrawn)
         }
     }
 
     /// Answers sheet `id` with `value` (nil: dismissed); `false` when it is not waiting.
     @discardableResult
-    func answer(_ id: Int, with value: JSONValue?) -> Bool {
+    func answer(_ id: Int, with value: JSONValue?, by settler: HostPrompt.Settler = .page) -> Bool {
         let pending: PendingSheet? = state.withLock { state in
             guard let pending = state.sheets.removeValue(forKey: id) else { return nil }
             post(.settled(id: id), in: &state)
@@ -209,7 +249,52 @@ final class HostBoard: Sendable {
         }
         guard let pending else { return false }
         pending.continuation.resume(returning: value)
+        told(pending.handle, HostPrompt.Settlement(by: settler, answered: value != nil && (settler == .page || settler == .host)))
         return true
+    }
+
+    /// Shows `update` on prompt or sheet `id` while it waits; `false` when it is not waiting.
+    @discardableResult
+    func update(_ id: Int, _ update: HostPrompt.Update) -> Bool {
+        let handle: HostPrompt? = state.withLock { state in
+            if state.pending[id] != nil {
+                let notice = post(.updated(id: id, update), in: &state)
+                state.pending[id]?.update = notice
+                return state.pending[id]?.handle
+            }
+            if state.sheets[id] != nil {
+                let notice = post(.updated(id: id, update), in: &state)
+                state.sheets[id]?.update = notice
+                return state.sheets[id]?.handle
+            }
+            return nil
+        }
+        guard let handle else { return false }
+        hub.send(.promptUpdated(handle, update))
+        return true
+    }
+
+    // MARK: Launch gates
+
+    /// Raises the closed launch gate of `appId` (missing `missing`) as a prompt for the host's observers,
+    /// unless one waits already for the same permissions; the host page shows its own gate from the
+    /// app's state.
+    func raiseGate(appId: String, missing: [String]) {
+        let (raised, replaced): (HostPrompt?, HostPrompt?) = state.withLock { state in
+            if let waiting = state.gates[appId], case .launchGate(let asked) = waiting.kind, asked == missing { return (nil, nil) }
+            state.nextPrompt += 1
+            let handle = HostPrompt(id: state.nextPrompt, appId: appId, kind: .launchGate(missing: missing), handler: self)
+            let replaced = state.gates.updateValue(handle, forKey: appId)
+            return (handle, replaced)
+        }
+        if let replaced { told(replaced, HostPrompt.Settlement(by: .elsewhere, answered: false)) }
+        if let raised { hub.send(.prompt(raised)) }
+    }
+
+    /// Settles the launch gate prompt of `appId`, if one waits.
+    func settleGate(appId: String, by settler: HostPrompt.Settler, answered: Bool) {
+        guard let handle = state.withLock({ $0.gates.removeValue(forKey: appId) }) else { return }
+        told(handle, HostPrompt.Settlement(by: settler, answered: answered))
     }
 
     /// The kind of sheet `id` while it waits.
@@ -255,6 +340,7 @@ final class HostBoard: Sendable {
     /// The app asks to be closed.
     func close(appId: String) {
         post(.closed(appId: appId))
+        hub.send(.appClosed(appId: appId, .byApp))
     }
 
     /// The notices after `sequence`, waiting up to `wait` for one. A page that just opened (`sequence`
@@ -325,4 +411,74 @@ final class EventLog: Sendable {
             await changes.wait(after: generation, for: deadline - ContinuousClock.now)
         }
     }
+}
+
+extension HostBoard: PromptHandler {
+    func answer(_ prompt: HostPrompt, _ answer: HostPrompt.Answer) async -> Bool {
+        switch (prompt.kind, answer) {
+        case (.permissions, .decisions(let decisions)):
+            return settle(prompt.id, with: decisions, by: .host)
+        case (.sheet, .sheet(let value)):
+            return self.answer(prompt.id, with: value, by: .host)
+        case (.launchGate(let missing), .launch(let allowed)):
+            guard state.withLock({ $0.gates[prompt.appId] === prompt }), let decide = gateDecider.withLock({ $0 }) else { return false }
+            guard await decide(prompt.appId, missing, allowed) else { return false }
+            return takeGate(prompt, answered: true)
+        default:
+            return false
+        }
+    }
+
+    func cancel(_ prompt: HostPrompt) -> Bool {
+        switch prompt.kind {
+        case .permissions: return settle(prompt.id, with: [:], by: .host)
+        case .sheet: return answer(prompt.id, with: nil, by: .host)
+        case .launchGate: return takeGate(prompt, answered: false)
+        }
+    }
+
+    /// Settles the launch gate `prompt` by the host, when it still waits.
+    private func takeGate(_ prompt: HostPrompt, answered: Bool) -> Bool {
+        let taken = state.withLock { state -> Bool in
+            guard state.gates[prompt.appId] === prompt else { return false }
+            state.gates.removeValue(forKey: prompt.appId)
+            return true
+        }
+        if taken { told(prompt, HostPrompt.Settlement(by: .host, answered: answered)) }
+        return taken
+    }
+
+    func update(_ prompt: HostPrompt, _ update: HostPrompt.Update) {
+        if case .launchGate = prompt.kind {
+            hub.send(.promptUpdated(prompt, update))
+            return
+        }
+        _ = self.update(prompt.id, update)
+    }
+}
+
+/// The host's callbacks, told to every observer in one order: each gets a number as it is sent.
+final class CallbackHub: Sendable {
+    private let broadcast = Broadcast<HostCallback>(buffered: 256)
+    private let sequence = Mutex(0)
+
+    /// Whether anyone observes: a sender skips building what nobody reads.
+    var isObserved: Bool { broadcast.isObserved }
+
+    func subscribe(buffered: Int) -> AsyncStream<HostCallback> {
+        broadcast.subscribe(buffered: buffered)
+    }
+
+    /// Sends `kind` (built only when someone observes), numbered.
+    func send(_ kind: @autoclosure () -> HostCallback.Kind) {
+        guard broadcast.isObserved else { return }
+        let kind = kind()
+        // Numbered and sent under one lock: every observer sees the callbacks in the order of their numbers.
+        sequence.withLock { number in
+            number += 1
+            broadcast.send(HostCallback(sequence: number, date: Date(), kind: kind))
+        }
+    }
+
+    func finish() { broadcast.finish() }
 }

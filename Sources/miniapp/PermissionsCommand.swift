@@ -113,7 +113,7 @@ extension PermissionDecisionCommand {
         let (appId, names) = (target.appId, target.names)
         let configuration = try options.configuration(reading: [.platformAccess, .permissions])
         let decisions = Dictionary(names.map { ($0, Self.status) }, uniquingKeysWith: { first, _ in first })
-        let states = try await options.permissionStates(appId: appId, configuration) { try await $0.set(appId: appId, decisions) }
+        let states = try await options.permissionStates(appId: appId, configuration) { try await $0.set(appId: appId, decisions, source: .commandLine) }
         try options.renderPermissions(states)
     }
 }
@@ -147,7 +147,7 @@ struct PermissionsResetCommand: AsyncParsableCommand {
     func run() async throws {
         try Identifier.validate(appId, as: .app)
         let configuration = try options.configuration(reading: .permissions)
-        try await options.withPermissionStore(configuration) { try await $0.reset(appId: appId) }
+        try await options.withPermissionStore(configuration) { try await $0.reset(appId: appId, source: .commandLine) }
         if !options.quiet && !options.json { Console.standardError("forgot the stored permissions of \(appId)") }
         if options.json { try Console.json([String: String]()) }
     }
@@ -297,7 +297,7 @@ struct PermissionsImportCommand: AsyncParsableCommand {
         // An SDK shape is checked against the app's manifest, from the cache or the platform.
         let withPlatform = try options.configuration(reading: [.platformAccess, .permissions])
         let statuses = parsed.statuses
-        try options.renderPermissions(try await options.permissionStates(appId: appId, withPlatform) { try await $0.set(appId: appId, statuses) })
+        try options.renderPermissions(try await options.permissionStates(appId: appId, withPlatform) { try await $0.set(appId: appId, statuses, source: .commandLine) })
     }
 }
 

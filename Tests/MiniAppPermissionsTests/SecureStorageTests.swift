@@ -295,7 +295,7 @@ import Testing
         #expect(try await store.history(appId: "app").map(\.to) == [.allowed, .denied])
         await store.close()
         let versions = try await cluster.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM miniapp_schema", database: database)
-        #expect(versions.trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4,5,6,7")
+        #expect(versions.trimmingCharacters(in: .whitespacesAndNewlines) == "1,2,3,4,5,6,7,8")
         let reopened = try await PermissionStore.open(location, executor: testExecutor, timeouts: PermissionStoreTests.patient)
         #expect(try await reopened.storageItem(appId: "app", key: "k") == "v")
         await reopened.close()

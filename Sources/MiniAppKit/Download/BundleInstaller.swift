@@ -29,6 +29,8 @@ public final class BundleInstaller: Sendable {
     /// Deletions still running, which ``shutdown()`` waits for.
     let background: BackgroundWork
     let logger: Logger
+    /// What the installer's observers hear of its installs.
+    private let installEvents = Broadcast<InstallEvent>(buffered: 256)
 
     /// An installer for `configuration`, using `platform` for the network (none when offline).
     ///
@@ -482,7 +484,44 @@ public final class BundleInstaller: Sendable {
 
     // MARK: The pipeline
 
+    // MARK: Observing
+
+    /// Every install from now on, whichever call made it (a download, a load that installs, a bundle):
+    /// its progress, then its record or its failure. A reuse of an intact copy installs nothing and is
+    /// not told. The stream keeps the newest `buffered` events its reader has not read (older ones are
+    /// dropped: a reader that falls behind slows no install) and ends when its task does.
+    public func installs(buffered: Int = 256) -> AsyncStream<InstallEvent> {
+        installEvents.subscribe(buffered: buffered)
+    }
+
+    /// Runs the install `body`, telling the observers (when there are any) its progress and its end.
+    private func announcing(
+        appId: String, versionId: String, progress: (@Sendable (DownloadProgress) -> Void)?,
+        _ body: (_ progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome
+    ) async throws -> InstallOutcome {
+        guard installEvents.isObserved else { return try await body(progress) }
+        let events = installEvents
+        let told: @Sendable (DownloadProgress) -> Void = { step in
+            progress?(step)
+            events.send(.progress(appId: appId, versionId: versionId, step))
+        }
+        do {
+            let outcome = try await body(told)
+            if outcome.record.source != .cache { events.send(.installed(outcome.record)) }
+            return outcome
+        } catch {
+            events.send(.failed(appId: appId, versionId: versionId, reason: Sanitizer.printable(String(describing: error), limit: 500)))
+            throw error
+        }
+    }
+
     private func installFromPlatform(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
+        try await announcing(appId: appId, versionId: versionId, progress: progress) { progress in
+            try await installFromPlatformTold(appId: appId, versionId: versionId, versionTag: versionTag, force: force, progress: progress)
+        }
+    }
+
+    private func installFromPlatformTold(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
         guard let platform else { throw CacheError.notCached(appId: appId, versionId: versionId) }
         // Hashes and the signature come once the zip does: OpenSSL's set-up overlaps with the requests.
         CryptoRuntime.warmUp(on: executor)
@@ -622,7 +661,7 @@ public final class BundleInstaller: Sendable {
         if let keyId { try Identifier.validate(keyId, as: .key) }
         CryptoRuntime.warmUp(on: executor)
         // The bundle is read once, into the copy the cache keeps: its digest is what is verified.
-        return try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
+        return try await announcing(appId: appId, versionId: versionId, progress: nil) { _ in try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
             let zip = scratch + "/bundle.zip"
             let (sha256, size) = try await executor.run { try FileHashing.copyBundle(at: path, to: zip) }
             let outcome = await verifier.check(signature: signature, keyId: keyId, explicitKey: publicKey, versionId: versionId, sha256: sha256)
@@ -632,7 +671,7 @@ public final class BundleInstaller: Sendable {
                 stage: stage, files: files, appId: appId, versionId: versionId, versionTag: versionTag, source: .bundle, outcome: outcome,
                 sha256: sha256, transfer: Transfer(method: .full, fetchedBytes: size, reusedBytes: 0), signature: signature, signer: publicKey
             )
-        }
+        } }
     }
 
     /// Runs `body` holding the version's lock, with a fresh scratch folder and an empty `stage` folder in

@@ -12,3 +12,13 @@ public struct InstallOutcome: Sendable {
         self.notes = notes
     }
 }
+
+/// What an installer's observers hear of an install (``BundleInstaller/installs(buffered:)``).
+public enum InstallEvent: Sendable, Equatable {
+    /// Bytes of the version arrived.
+    case progress(appId: String, versionId: String, DownloadProgress)
+    /// The version is installed: downloaded or read from a bundle, checked, unzipped and cached.
+    case installed(InstallRecord)
+    /// The install failed, and the cache is as it was; `reason` is the error's text.
+    case failed(appId: String, versionId: String, reason: String)
+}

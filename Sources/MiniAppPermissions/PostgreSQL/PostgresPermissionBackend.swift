@@ -32,7 +32,7 @@ final class PostgresPermissionBackend: PermissionBackend {
     private let lastConnectionID = Mutex(0)
 
     /// The schema versions this code writes.
-    static let schemaVersions: Set<Int> = [1, 2, 3, 4, 5, 6, 7]
+    static let schemaVersions: Set<Int> = [1, 2, 3, 4, 5, 6, 7, 8]
     /// The most connections kept open between operations.
     static let maxIdle = 4
     /// Advisory lock keys: the migration's, and the class of the per-app locks.
@@ -281,6 +281,12 @@ final class PostgresPermissionBackend: PermissionBackend {
                         _ = try await connection.query(statement, logger: logger).collect()
                     }
                 }
+                if !applied.contains(8) {
+                    for statement in Self.changeFeedSchema {
+                        _ = try await connection.query(statement, logger: logger).collect()
+                    }
+                    _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (8)", logger: logger).collect()
+                }
             }
         }
     }
@@ -330,21 +336,116 @@ final class PostgresPermissionBackend: PermissionBackend {
 
     /// One statement (a transaction of its own): ``migrate()``'s `miniapp_apply` takes the app's
     /// advisory lock, then writes each status with its history row. Decisions taking effect now go
-    /// without times: the function times them on the server once the lock is held.
-    func apply(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool) async throws(PermissionStoreError) {
+    /// without times: the function times them on the server once the lock is held. The author goes as
+    /// settings of the statement's own transaction, which the history's trigger writes into each row.
+    func apply(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool, author: ChangeAuthor) async throws(PermissionStoreError) {
         let names = decisions.map(\.name)
         let statuses = decisions.map(\.status.rawValue)
         let times = takingEffectNow ? [] : decisions.map(\.decidedAt.timeIntervalSince1970)
+        let (source, writer) = (author.source.rawValue, author.writer)
         try await run { connection, logger in
-            _ = try await connection.query("SELECT miniapp_apply(\(appId), \(names), \(statuses), \(times))", logger: logger).collect()
+            _ = try await connection.query(
+                "SELECT miniapp_apply(\(appId), \(names), \(statuses), \(times)) FROM (SELECT set_config('miniapp.source', \(source), true), set_config('miniapp.writer', \(writer), true)) AS author",
+                logger: logger
+            ).collect()
         }
     }
 
-    func reset(appId: String, names: [String]?, at date: Date?) async throws(PermissionStoreError) {
+    func reset(appId: String, names: [String]?, at date: Date?, author: ChangeAuthor) async throws(PermissionStoreError) {
         let time = date?.timeIntervalSince1970
+        let (source, writer) = (author.source.rawValue, author.writer)
         try await run { connection, logger in
-            _ = try await connection.query("SELECT miniapp_reset_names(\(appId), \(names), \(time))", logger: logger).collect()
+            _ = try await connection.query(
+                "SELECT miniapp_reset_names(\(appId), \(names), \(time)) FROM (SELECT set_config('miniapp.source', \(source), true), set_config('miniapp.writer', \(writer), true)) AS author",
+                logger: logger
+            ).collect()
         }
+    }
+
+    // MARK: Observing
+
+    /// The history's authors and its signal (schema 8): each row names the source and the writing store
+    /// that the writing transaction set (`miniapp.source`, `miniapp.writer`; none from earlier versions),
+    /// and every insert notifies `miniapp_permission_history`, which observers `LISTEN` to.
+    static let changeFeedSchema: [PostgresQuery] = [
+        "ALTER TABLE miniapp_permission_history ADD COLUMN IF NOT EXISTS source text, ADD COLUMN IF NOT EXISTS writer text",
+        """
+        CREATE OR REPLACE FUNCTION miniapp_history_author() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.source := coalesce(NEW.source, nullif(current_setting('miniapp.source', true), ''));
+            NEW.writer := coalesce(NEW.writer, nullif(current_setting('miniapp.writer', true), ''));
+            RETURN NEW;
+        END $$
+        """,
+        "CREATE TRIGGER miniapp_history_author BEFORE INSERT ON miniapp_permission_history FOR EACH ROW EXECUTE FUNCTION miniapp_history_author()",
+        """
+        CREATE OR REPLACE FUNCTION miniapp_history_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_notify('\(unescaped: changeChannel)', '');
+            RETURN NULL;
+        END $$
+        """,
+        "CREATE TRIGGER miniapp_history_notify AFTER INSERT ON miniapp_permission_history FOR EACH STATEMENT EXECUTE FUNCTION miniapp_history_notify()",
+    ]
+
+    /// The channel every write of the history notifies.
+    static let changeChannel = "miniapp_permission_history"
+
+    func changes(after id: Int64, limit: Int) async throws(PermissionStoreError) -> [StoredChange] {
+        try await run { connection, logger in
+            try await connection.query(
+                """
+                SELECT id, app_id, name, from_status, to_status, changed_at, source, writer FROM miniapp_permission_history
+                WHERE id > \(id) ORDER BY id LIMIT \(limit)
+                """, logger: logger
+            ).collect().map { row in
+                let (id, appId, name, from, to, changedAt, source, writer) = try row.decode((Int64, String, String, String?, String?, Double, String?, String?).self)
+                return StoredChange(
+                    id: id, appId: appId,
+                    change: PermissionChange(
+                        name: name, from: from.flatMap(PermissionStatus.init(rawValue:)), to: to.flatMap(PermissionStatus.init(rawValue:)),
+                        changedAt: Date(timeIntervalSince1970: changedAt)
+                    ),
+                    source: source, writer: writer
+                )
+            }
+        }
+    }
+
+    func lastChangeID() async throws(PermissionStoreError) -> Int64 {
+        try await run { connection, logger in
+            try await connection.query("SELECT coalesce(max(id), 0)::bigint FROM miniapp_permission_history", logger: logger).collect().first?.decode(Int64.self) ?? 0
+        }
+    }
+
+    /// A connection of its own `LISTEN`s to the history's channel; lost, it is made again (1 s, doubling
+    /// to 30 s apart), and `changed` is called once it listens again, for what was written meanwhile.
+    func watchChanges(_ changed: @escaping @Sendable () -> Void) async -> (any ChangeWatch)? {
+        let configuration = self.configuration, logger = self.logger, channel = Self.changeChannel
+        let connect = settings.connectTimeoutSeconds.map { Duration.seconds($0) } ?? timeouts.connect
+        let id = lastConnectionID.withLock { last in
+            last += 1
+            return last
+        }
+        let task = Task {
+            var pause = Duration.seconds(1), first = true
+            while !Task.isCancelled {
+                do {
+                    let connection = try await Self.within(connect, { try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger) }, onTimeout: {})
+                    defer { connection.closeInBackground() }
+                    let notifications = try await connection.listen(channel)
+                    if !first { changed() }
+                    first = false
+                    pause = .seconds(1)
+                    for try await _ in notifications { changed() }
+                } catch {
+                    logger.debug("the permission store's change watch was lost", metadata: ["error": "\(Sanitizer.printable(String(describing: error), limit: 200))"])
+                }
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(30))
+            }
+        }
+        return ListenWatch(task: task)
     }
 
     // MARK: Connections
@@ -527,4 +628,11 @@ extension PostgresConnection {
         let closing: EventLoopFuture<Void> = close()
         closing.whenComplete { _ in withExtendedLifetime(self) {} }
     }
+}
+
+/// A PostgreSQL store's watch: its listening task.
+private struct ListenWatch: ChangeWatch {
+    let task: Task<Void, Never>
+
+    func stop() { task.cancel() }
 }

@@ -250,6 +250,14 @@ final class SQLitePermissionBackend: PermissionBackend {
                 table.primaryKey(["appId", "kind", "key"])
             }
         }
+        // Who wrote each history row (the decision's source, and the writing store), for the store's
+        // observers; rows of earlier versions name no one.
+        migrator.registerMigration("v5") { db in
+            try db.alter(table: "permissionHistory") { table in
+                table.add(column: "source", .text)
+                table.add(column: "writer", .text)
+            }
+        }
         return migrator
     }
 
@@ -319,7 +327,7 @@ final class SQLitePermissionBackend: PermissionBackend {
 
     /// Writes run in IMMEDIATE transactions: the database's write lock (every app's lock) is held from
     /// the start, so the time read here orders the change among all others.
-    func apply(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool) async throws(PermissionStoreError) {
+    func apply(appId: String, _ decisions: [StoredPermission], takingEffectNow: Bool, author: ChangeAuthor) async throws(PermissionStoreError) {
         try await write { db in
             let last = try Self.lastChange(appId: appId, db)
             let now = max(PermissionStore.storedTime(Date()).timeIntervalSince1970, last)
@@ -332,15 +340,15 @@ final class SQLitePermissionBackend: PermissionBackend {
                 )
                 if previous != decision.status.rawValue {
                     try db.execute(
-                        sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, ?, ?)",
-                        arguments: [appId, decision.name, previous, decision.status.rawValue, max(time, last)]
+                        sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt, source, writer) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        arguments: [appId, decision.name, previous, decision.status.rawValue, max(time, last), author.source.rawValue, author.writer]
                     )
                 }
             }
         }
     }
 
-    func reset(appId: String, names: [String]?, at date: Date?) async throws(PermissionStoreError) {
+    func reset(appId: String, names: [String]?, at date: Date?, author: ChangeAuthor) async throws(PermissionStoreError) {
         try await write { db in
             let last = try Self.lastChange(appId: appId, db)
             let time = max((date ?? PermissionStore.storedTime(Date())).timeIntervalSince1970, last)
@@ -349,8 +357,8 @@ final class SQLitePermissionBackend: PermissionBackend {
                 let name: String = row["name"]
                 guard kept?.contains(name) ?? true else { continue }
                 try db.execute(
-                    sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt) VALUES (?, ?, ?, NULL, ?)",
-                    arguments: [appId, name, row["status"] as String, time]
+                    sql: "INSERT INTO permissionHistory (appId, name, fromStatus, toStatus, changedAt, source, writer) VALUES (?, ?, ?, NULL, ?, ?, ?)",
+                    arguments: [appId, name, row["status"] as String, time, author.source.rawValue, author.writer]
                 )
                 try db.execute(sql: "DELETE FROM permission WHERE appId = ? AND name = ?", arguments: [appId, name])
             }
@@ -358,6 +366,37 @@ final class SQLitePermissionBackend: PermissionBackend {
     }
 
     func close() async {}
+
+    // MARK: Observing
+
+    func changes(after id: Int64, limit: Int) async throws(PermissionStoreError) -> [StoredChange] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT id, appId, name, fromStatus, toStatus, changedAt, source, writer FROM permissionHistory WHERE id > ? ORDER BY id LIMIT ?",
+                arguments: [id, limit]
+            ).map { row in
+                StoredChange(
+                    id: row["id"], appId: row["appId"],
+                    change: PermissionChange(
+                        name: row["name"], from: (row["fromStatus"] as String?).flatMap(PermissionStatus.init(rawValue:)),
+                        to: (row["toStatus"] as String?).flatMap(PermissionStatus.init(rawValue:)), changedAt: Date(timeIntervalSince1970: row["changedAt"])
+                    ),
+                    source: row["source"], writer: row["writer"]
+                )
+            }
+        }
+    }
+
+    func lastChangeID() async throws(PermissionStoreError) -> Int64 {
+        try await read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM permissionHistory") ?? 0 }
+    }
+
+    /// Another process's write reaches the database file or its WAL: inotify on their folder says so.
+    func watchChanges(_ changed: @escaping @Sendable () -> Void) async -> (any ChangeWatch)? {
+        let folder = (path as NSString).deletingLastPathComponent, file = (path as NSString).lastPathComponent
+        let names: Set<String> = [file, file + "-wal"]
+        return DirectoryWatcher(folder: folder, executor: executor, accepts: { names.contains($0) }, changed: changed).map(FolderChangeWatch.init)
+    }
 
     /// The time of the app's last history row (rows are in the order they took effect), or 0.
     private static func lastChange(appId: String, _ db: Database) throws -> Double {
@@ -368,4 +407,11 @@ final class SQLitePermissionBackend: PermissionBackend {
         guard let status = PermissionStatus(rawValue: row["status"]) else { return nil }
         return StoredPermission(name: row["name"], status: status, decidedAt: Date(timeIntervalSince1970: row["decidedAt"]))
     }
+}
+
+/// A SQLite store's watch: its folder's.
+private struct FolderChangeWatch: ChangeWatch {
+    let watcher: DirectoryWatcher
+
+    func stop() { watcher.stop() }
 }

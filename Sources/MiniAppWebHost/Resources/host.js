@@ -214,6 +214,7 @@
   }
   // The user closes the app, as a native host's close control does: every frame goes, with its grant.
   function closeApp() {
+    api('POST', appPath(appId, 'close')).catch(function () {});
     stopFrame();
     closed = true;
     $('app-close').hidden = true;
@@ -377,6 +378,7 @@
       if (item.reason) { row.appendChild(node('div', item.reason, { 'class': 'reason' })); }
       items.appendChild(row);
     });
+    showUpdate('prompt-update', shown.id);
     box.hidden = false;
   }
   function answerPrompt(choose) {
@@ -390,6 +392,22 @@
     api('POST', 'prompts/' + id, { decisions: decisions }).then(function () { status('Answered the request'); return refresh(); }, fail);
   }
   function hidePrompt() { shown = null; $('miniapp-prompt').hidden = true; showNextPrompt(); }
+  // What the host updated on a prompt or sheet while it waits: a message, a progress.
+  var updates = {};
+  function showUpdate(box, id) {
+    var update = updates[id], element = $(box);
+    if (!update) { element.hidden = true; return; }
+    element.querySelector('.update-message').textContent = update.message || '';
+    var bar = element.querySelector('progress');
+    if (typeof update.progress === 'number') { bar.value = update.progress; bar.hidden = false; } else { bar.hidden = true; }
+    element.dataset.updateFor = String(id);
+    element.hidden = false;
+  }
+  function updated(notice) {
+    updates[notice.id] = { message: notice.message, progress: notice.progress };
+    if (shown && shown.id === notice.id) { showUpdate('prompt-update', notice.id); }
+    if (sheet && sheet.id === notice.id) { showUpdate('sheet-update', notice.id); }
+  }
   // The host's own user interface for a call the app waits on. Everything shown comes from the app:
   // it is set as text, or as an image from a data URL the server made of checked bytes.
   var sheetTitles = {
@@ -462,6 +480,7 @@
     } else if (sheet.sheet === 'device') {
       body.appendChild(field('Permission', p.permission));
     }
+    showUpdate('sheet-update', sheet.id);
     $('miniapp-sheet').hidden = false;
   }
   function hideSheet() { sheet = null; $('miniapp-sheet').hidden = true; showNextSheet(); }
@@ -556,9 +575,11 @@
         else if (notice.kind === 'sheet' && notice.sheet === 'location') { if (notice.appId === appId) { locate(notice); } }
         else if (notice.kind === 'sheet') { if (notice.appId === appId) { sheets.push(notice); } }
         else if (notice.kind === 'info') { info(notice); }
+        else if (notice.kind === 'updated') { updated(notice); }
         else if (notice.kind === 'settled') {
           prompts = prompts.filter(function (p) { return p.id !== notice.id; });
           sheets = sheets.filter(function (p) { return p.id !== notice.id; });
+          delete updates[notice.id];
           if (shown && shown.id === notice.id) { hidePrompt(); }
           if (sheet && sheet.id === notice.id) { hideSheet(); }
         } else if (notice.kind === 'closed' && notice.appId === appId) { stopFrame(); status('The mini-app closed itself'); }
