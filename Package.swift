@@ -186,6 +186,11 @@ let package = Package(
             name: "miniapp-dialect-bench", dependencies: ["MiniAppWebHost", "MiniAppBridge", "MiniAppKit", "MiniAppPermissions", "MiniAppCore"],
             path: "Benchmarks/DialectBench", swiftSettings: settings
         ),
+        // The observers' benchmark (Benchmarks/observers): a bridge call's cost with 100 observers of its host.
+        .executableTarget(
+            name: "miniapp-observer-bench", dependencies: ["MiniAppWebHost", "MiniAppBridge", "MiniAppKit", "MiniAppPermissions", "MiniAppCore"],
+            path: "Benchmarks/ObserverBench", swiftSettings: settings
+        ),
         // The time-zone benchmark's worker (Benchmarks/tz): extraction alone, with TZ unset and set.
         .executableTarget(
             name: "miniapp-extract-bench", dependencies: ["MiniAppCore"], path: "Benchmarks/ExtractBench",

@@ -1,8 +1,6 @@
 """The bridge's cost in a real browser; see Benchmarks/bridge."""
 import argparse, json, os, statistics, subprocess, time
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+from bench_browser import chromium
 from selenium.webdriver.common.by import By
 
 parser = argparse.ArgumentParser()
@@ -26,12 +24,7 @@ miniapp('permissions', 'grant', 'probe', 'USER_NAME', *common)
 with open(args.work + '/profile.json', 'w') as f:
     json.dump({'userName': 'Aiko'}, f)
 
-options = Options()
-options.binary_location = '/usr/bin/chromium'
-for argument in ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage']:
-    options.add_argument(argument)
-driver = webdriver.Chrome(service=Service('/usr/bin/chromedriver'), options=options)
-driver.set_script_timeout(600)
+driver = chromium()
 
 
 def start():

@@ -1,8 +1,6 @@
 """The developer's loop of `miniapp dev`; see Benchmarks/dev."""
 import argparse, json, os, statistics, subprocess, time
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+from bench_browser import chromium
 from selenium.webdriver.common.by import By
 
 parser = argparse.ArgumentParser()
@@ -28,11 +26,7 @@ def save(version):
     return began
 
 
-options = Options()
-options.binary_location = '/usr/bin/chromium'
-for argument in ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage']:
-    options.add_argument(argument)
-driver = webdriver.Chrome(service=Service('/usr/bin/chromedriver'), options=options)
+driver = chromium()
 environment = dict(os.environ, XDG_STATE_HOME=args.work + '/state')
 
 

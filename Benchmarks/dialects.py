@@ -1,9 +1,7 @@
 """The dialects' transports in a real browser; see Benchmarks/dialects."""
 import argparse, json, os, statistics, subprocess, time
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from bench_browser import chromium, percentile, write_app
 
 parser = argparse.ArgumentParser()
 for name in ['--host', '--work', '--out']:
@@ -48,24 +46,9 @@ window.bench = function (kind, calls) {
 </script></head><body><h1>bench</h1></body></html>'''
 
 
-def percentile(samples, fraction):
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+write_app(args.work, PAGE)
 
-
-os.makedirs(args.work + '/app', exist_ok=True)
-with open(args.work + '/app/index.html', 'w') as file:
-    file.write(PAGE)
-with open(args.work + '/app/manifest.json', 'w') as file:
-    file.write('{}')
-
-options = Options()
-options.binary_location = '/usr/bin/chromium'
-for argument in ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage']:
-    options.add_argument(argument)
-options.set_capability('goog:loggingPrefs', {'browser': 'ALL'})
-driver = webdriver.Chrome(service=Service('/usr/bin/chromedriver'), options=options)
-driver.set_script_timeout(600)
+driver = chromium(console=True)
 hosts, windows = [], {}
 try:
     for dialect in DIALECTS:

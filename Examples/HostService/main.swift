@@ -14,6 +14,9 @@ import MiniAppWebHost
 //   HOST_DIALECT     how the apps call their host: rakuten (the default), liquidstate, forem, corva, or acme
 //                    (HostDialect.swift: a dialect of this host's own)
 //   HOST_PROFILE     a host profile (JSON) standing in for the host's user, as `miniapp run --host-profile`
+//   HOST_ALLOW_LAUNCH 1: the service answers a closed launch gate from code (it allows what the app
+//                    requires), as a host that decides for its user; every callback of the browser host is
+//                    logged to stderr either way (HostObserver.swift)
 // Once listening it prints `listening on http://127.0.0.1:<port>/`, and `browser host on http://localhost:<port>/`
 // once the browser host (loaded apps with their bridge) listens.
 let environment = ProcessInfo.processInfo.environment
@@ -25,7 +28,7 @@ let platform: PlatformLocation = platformSetting.hasPrefix("http://") || platfor
     ? .remote(URL(string: platformSetting)!) : .registry(path: platformSetting)
 let configuration = MiniAppConfiguration(platform: platform, projectId: environment["HOST_PROJECT_ID"], cacheDirectory: cacheDirectory)
 var logger = Logger(label: "host")
-logger.logLevel = .warning
+logger.logLevel = .notice
 let profile = try environment["HOST_PROFILE"].map { try HostProfile(json: Data(contentsOf: URL(fileURLWithPath: $0))) } ?? HostProfile()
 let service = try await HostService.make(
     configuration: configuration, dialect: try hostDialect(named: environment["HOST_DIALECT"]), profile: profile,
@@ -39,12 +42,16 @@ let application = Application(
     },
     logger: logger
 )
+let observer = Task { [logger] in
+    await service.observe(allowingLaunches: environment["HOST_ALLOW_LAUNCH"] == "1", logger: logger)
+}
 let browser = Task {
     try await service.browser.run { url in
         FileHandle.standardOutput.write(Data("browser host on \(url.absoluteString)\n".utf8))
     }
 }
 try await application.runService()
+observer.cancel()
 browser.cancel()
 _ = await browser.result
 await service.shutdown()

@@ -36,6 +36,7 @@ public final class BridgeDispatcher: Sendable {
     private let eventStreams = Broadcast<BridgeEvent>(buffered: 64)
     private let callStreams = Broadcast<BridgeCall>(buffered: 256)
     private let capabilityStreams = Broadcast<BridgeCapabilityEvent>(buffered: 64)
+    private let relayed = Mutex<Relay?>(nil)
     private let grants = BridgeGrants()
     /// When the launch gate was last found open; `nil` when it must be read again before the next call.
     private let gateOpenSince = Mutex<ContinuousClock.Instant?>(nil)
@@ -87,10 +88,11 @@ public final class BridgeDispatcher: Sendable {
             throw BridgeFailure(type: "AuthorizationFailureError", message: "the launch gate is closed: a permission the mini-app requires is not allowed")
         }
         let (capability, ended) = grants.grant()
-        if capabilityStreams.isObserved {
+        let relay = relayed.withLock { $0 }
+        if capabilityStreams.isObserved || relay != nil {
             let live = grants.liveCount
-            if ended > 0 { capabilityStreams.send(.ended(count: ended, live: live - 1)) }
-            capabilityStreams.send(.granted(live: live))
+            if ended > 0 { tell(.ended(count: ended, live: live - 1), relay) }
+            tell(.granted(live: live), relay)
         }
         return capability
     }
@@ -107,8 +109,33 @@ public final class BridgeDispatcher: Sendable {
     }
 
     private func toldEnded(_ count: Int) {
-        guard count > 0, capabilityStreams.isObserved else { return }
-        capabilityStreams.send(.ended(count: count, live: grants.liveCount))
+        let relay = relayed.withLock { $0 }
+        guard count > 0, capabilityStreams.isObserved || relay != nil else { return }
+        tell(.ended(count: count, live: grants.liveCount), relay)
+    }
+
+    private func tell(_ event: BridgeCapabilityEvent, _ relay: Relay?) {
+        relay?.capability(event)
+        capabilityStreams.send(event)
+    }
+
+    /// What the host that owns the dispatcher is told as each call ends and each capability is granted
+    /// or ended, in the task that did it. The browser host passes these on to its own observers: through
+    /// a stream of the dispatcher's, a relay starved of the pool's threads by a busy process could fall
+    /// more than a stream's buffer behind and drop what its observers wait for.
+    package struct Relay: Sendable {
+        let call: @Sendable (BridgeCall) -> Void
+        let capability: @Sendable (BridgeCapabilityEvent) -> Void
+
+        package init(call: @escaping @Sendable (BridgeCall) -> Void, capability: @escaping @Sendable (BridgeCapabilityEvent) -> Void) {
+            self.call = call
+            self.capability = capability
+        }
+    }
+
+    /// Makes `relay` hear every later call and capability change; the functions must return at once.
+    package func relay(_ relay: Relay) {
+        relayed.withLock { $0 = relay }
     }
 
     /// The app's capabilities granted and ended from now on, until the stream is dropped (the newest 64
@@ -163,13 +190,16 @@ public final class BridgeDispatcher: Sendable {
             logger.debug("bridge call refused", metadata: ["app-id": "\(appId)", "action": "\(message.action)", "error-type": "\(error.type)"])
             outcome = .failure(error)
         }
-        if callStreams.isObserved {
+        let relay = relayed.withLock { $0 }
+        if callStreams.isObserved || relay != nil {
             let permission = gatingPermission(message.action, message.param)
-            callStreams.send(BridgeCall(
+            let call = BridgeCall(
                 action: message.action, param: message.param, permission: permission,
                 permissionDeclared: permission.map { declared.contains($0.rawValue) } ?? true, outcome: outcome,
                 startedAt: startedAt, duration: ContinuousClock.now - clock
-            ))
+            )
+            relay?.call(call)
+            callStreams.send(call)
         }
         return BridgeReply(id: message.id, outcome: outcome)
     }

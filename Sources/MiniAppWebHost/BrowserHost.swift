@@ -150,26 +150,21 @@ public final class BrowserHost: Sendable {
         )
         let events = EventLog()
         let board = self.board, hub = self.hub
+        let sent = dispatcher.events()
         let forwarder = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for await event in dispatcher.events() { events.append(event) }
-                }
-                group.addTask {
-                    for await event in dispatcher.capabilityEvents() { hub.send(.capability(appId: appId, event)) }
-                }
-                group.addTask {
-                    for await call in dispatcher.calls() {
-                        panel.calls.append(call)
-                        hub.send(.call(appId: appId, call))
-                        // A development folder's developer hears of each action the manifest forgot.
-                        guard let development, let warning = call.undeclaredPermissionWarning, development.warn(warning) else { continue }
-                        development.continuation.yield(.undeclaredPermission(warning))
-                        board.notifyDevelopment(appId: appId, kind: "warning")
-                    }
-                }
-            }
+            for await event in sent { events.append(event) }
         }
+        dispatcher.relay(BridgeDispatcher.Relay(
+            call: { call in
+                panel.calls.append(call)
+                hub.send(.call(appId: appId, call))
+                // A development folder's developer hears of each action the manifest forgot.
+                guard let development, let warning = call.undeclaredPermissionWarning, development.warn(warning) else { return }
+                development.continuation.yield(.undeclaredPermission(warning))
+                board.notifyDevelopment(appId: appId, kind: "warning")
+            },
+            capability: { event in hub.send(.capability(appId: appId, event)) }
+        ))
         let app = RunningApp(
             appId: appId, label: Self.label(of: appId), root: root, versionId: versionId, manifest: manifest, dispatcher: dispatcher,
             events: events, panel: panel, forwarder: forwarder, development: development
@@ -323,6 +318,11 @@ public final class BrowserHost: Sendable {
         let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
         func encoded(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
         return (path, items.map { encoded($0.0) + "=" + encoded($0.1) }.joined(separator: "&"))
+    }
+
+    /// The bridge of the app `appId` the host serves now, if it serves it.
+    public func dispatcher(appId: String) -> BridgeDispatcher? {
+        openApps.first { $0.appId == appId }?.dispatcher
     }
 
     /// The app served on origin label `label`.

@@ -28,7 +28,9 @@ import MiniAppCore
 /// `#miniapp-file` (the file viewer) with `#file-frame`, `#file-link`, `#file-close`; `#podcast` with
 /// `#podcast-player` (an `audio` element) and `#now-playing-episode`, `#now-playing-podcast`;
 /// `#miniapp-video` with `#video-player` and `#video-close`; `#sample-profile` when the host answers
-/// from a sample profile; `body[data-app-maximized]`. For an app served from a development folder:
+/// from a sample profile; `body[data-app-maximized]`; `#prompt-update` and `#sheet-update` (with
+/// `data-update-for`: what the host service updated on the prompt or sheet shown, a message and a
+/// `progress`). For an app served from a development folder:
 /// `#dev-panel` with `#dev-folder`, `#dev-problems` rows `[data-problem]` (the folder's check, and a
 /// manifest.json that cannot be used), `#dev-warnings` rows `[data-warning]` (calls the manifest does
 /// not allow for), `#dev-publish` (the command that publishes the folder); each app frame's

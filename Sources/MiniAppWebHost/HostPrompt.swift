@@ -1,6 +1,5 @@
 public import MiniAppBridge
 public import MiniAppCore
-public import MiniAppPermissions
 import Synchronization
 
 /// Something the browser host shows the user and waits on: a permission request, one of the host's

@@ -14,13 +14,13 @@ import Testing
         /// The browser host's base URL (`http://localhost:<port>/`).
         let browser: String
 
-        init(cache: String) async throws {
+        init(cache: String, environment extra: [String: String] = [:], stderr: String? = nil) async throws {
             let binary = CommandRunner.executable.deletingLastPathComponent().appendingPathComponent("miniapp-host")
             let environment = [
                 "HOST_PLATFORM": repositoryRoot.appendingPathComponent("Manifests/demo/registry").path,
                 "HOST_CACHE_DIR": cache, "PATH": "/usr/bin:/bin",
-            ]
-            let process = try ChildProcess(binary.path, [], environment: environment, stdout: .pipe)
+            ].merging(extra) { _, new in new }
+            let process = try ChildProcess(binary.path, [], environment: environment, stdout: .pipe, stderr: stderr.map { .file($0) } ?? .null)
             self.process = process
             // Two lines name the URLs, in either order; reading waits for the host to start, off the pool.
             let lines = await offPool {
@@ -55,6 +55,44 @@ import Testing
         let response = try await client.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 1 << 20)
         return (Int(response.status.code), String(buffer: body))
+    }
+
+    /// The reference host observes its browser host: it logs every callback and, with
+    /// `HOST_ALLOW_LAUNCH=1`, answers a closed launch gate from code, so that the app loads.
+    @Test func theHostServiceAnswersTheLaunchGateFromCodeAndLogsEveryCallback() async throws {
+        let log = try TemporaryDirectory.make().path + "/stderr"
+        let host = try await RunningHost(cache: cache, environment: ["HOST_ALLOW_LAUNCH": "1"], stderr: log)
+        defer { host.stop() }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            // The first load finds the gate closed and opens the app in the browser host: the service's
+            // observer hears the gate and allows what it requires.
+            let first = try await call(client, .POST, host.url + "apps/hello/load")
+            #expect(first.status == 403 || first.status == 200, "\(first)")
+            let deadline = ContinuousClock.now + .seconds(60)
+            var allowed = false
+            while !allowed, ContinuousClock.now < deadline {
+                allowed = try await call(client, .GET, host.url + "apps/hello/permissions/USER_NAME").body.contains(#""allowed":true"#)
+                if !allowed { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(allowed, "the service allowed USER_NAME at the launch gate")
+            #expect(try await call(client, .POST, host.url + "apps/hello/load").status == 200)
+            // Read at least once, with a wait of its own: a loaded run can spend the first wait above.
+            var said = ""
+            let logged = ContinuousClock.now + .seconds(60)
+            repeat {
+                said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                if !said.contains("prompt settled") { try await Task.sleep(for: .milliseconds(50)) }
+            } while !said.contains("prompt settled") && ContinuousClock.now < logged
+            for line in ["app opened", "launch gate", "prompt", "permission changed", "prompt settled"] {
+                #expect(said.contains(line), "the service logs \(line): \(said)")
+            }
+            #expect(said.contains("source=host") && said.contains("by=host"), "\(said)")
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
     }
 
     @Test func listsInstallsGatesServesAndAnswersTheBridge() async throws {

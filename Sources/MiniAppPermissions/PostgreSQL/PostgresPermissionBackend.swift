@@ -433,11 +433,12 @@ final class PostgresPermissionBackend: PermissionBackend {
                 do {
                     let connection = try await Self.within(connect, { try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger) }, onTimeout: {})
                     defer { connection.closeInBackground() }
-                    let notifications = try await connection.listen(channel)
-                    if !first { changed() }
-                    first = false
-                    pause = .seconds(1)
-                    for try await _ in notifications { changed() }
+                    try await connection.listen(on: channel) { notifications in
+                        if !first { changed() }
+                        first = false
+                        pause = .seconds(1)
+                        for try await _ in notifications { changed() }
+                    }
                 } catch {
                     logger.debug("the permission store's change watch was lost", metadata: ["error": "\(Sanitizer.printable(String(describing: error), limit: 200))"])
                 }
