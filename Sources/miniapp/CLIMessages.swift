@@ -48,7 +48,7 @@ enum CLIMessages {
             return "cached version \(versionId) of app \(appId) is damaged and its kept zip cannot repair it (\(reason)): run without --offline to reinstall it"
         case .io(let path, let reason, let diskFull):
             return writeFailure(path, reason, diskFull)
-        case .notAFolder:
+        case .notAFolder, .unreadable:
             return error.description
         }
     }
@@ -97,6 +97,8 @@ enum CLIMessages {
             return "the bundle at \(url) is larger than \(limit) bytes (raise limits.maxDownloadBytes in the config file if it is genuine)"
         case .io(let path, let reason, let diskFull):
             return writeFailure(path, reason, diskFull)
+        case .rollback(let rollback):
+            return "\(rollback); refused: pass --version \(rollback.offered.versionId) or --allow-downgrade to install it"
         default:
             return error.description
         }

@@ -67,7 +67,8 @@ struct CacheVerifyCommand: AsyncParsableCommand {
 
     struct Entry: Encodable {
         var id: String
-        var versionId: String
+        /// `null` for a file of the app's own (the memory of its latest versions).
+        var versionId: String?
         var intact: Bool
         var problems: [String]
         /// With `--signatures`: the kept zip's check, `null` when the version keeps none.
@@ -109,6 +110,11 @@ struct CacheVerifyCommand: AsyncParsableCommand {
                     }
                     entries.append(entry)
                 }
+                // A record or a memory that cannot be read is damage too, not a version that is not there.
+                let unreadable = try await runtime.executor.run { cache.unreadableFiles(appId: appId) }
+                for file in unreadable {
+                    entries.append(Entry(id: file.appId, versionId: file.versionId, intact: false, problems: [file.problem]))
+                }
             }
             return entries
         }
@@ -120,13 +126,13 @@ struct CacheVerifyCommand: AsyncParsableCommand {
                 if let zip = entry.keptZip, let zip {
                     state += zip.verified ? "; kept zip verified" : "; kept zip failed: \(zip.problem ?? "")"
                 }
-                Console.output("\(entry.id) \(entry.versionId) \(state)")
+                Console.output("\(entry.id) \(entry.versionId ?? "-") \(state)")
             }
         }
         let failedZips = entries.filter { $0.keptZip??.verified == false }
         if !failedZips.isEmpty {
-            let names = failedZips.map { "\($0.id) \($0.versionId)" }.joined(separator: ", ")
-            let damaged = entries.filter { !$0.intact }.map { "\($0.id) \($0.versionId)" }
+            let names = failedZips.map { "\($0.id) \($0.versionId ?? "-")" }.joined(separator: ", ")
+            let damaged = entries.filter { !$0.intact }.map { "\($0.id) \($0.versionId ?? "-")" }
             Console.error("\(failedZips.count) kept zip\(failedZips.count == 1 ? " fails" : "s fail") its digest or signature check (\(names))"
                 + (damaged.isEmpty ? "" : "; damaged: \(damaged.joined(separator: ", "))")
                 + ": run 'miniapp download <app-id> --version <version-id> --force' to download it again")
@@ -134,8 +140,10 @@ struct CacheVerifyCommand: AsyncParsableCommand {
         }
         let damaged = entries.filter { !$0.intact }
         if !damaged.isEmpty {
-            let names = damaged.map { "\($0.id) \($0.versionId)" }.joined(separator: ", ")
-            Console.error("\(damaged.count) cached version\(damaged.count == 1 ? " is" : "s are") damaged (\(names)): run 'miniapp download <app-id> --version <version-id> --force' to reinstall")
+            let names = damaged.map { "\($0.id) \($0.versionId ?? "-")" }.joined(separator: ", ")
+            let remedy = damaged.contains { $0.versionId == nil }
+                ? "each problem above says what to do" : "run 'miniapp download <app-id> --version <version-id> --force' to reinstall"
+            Console.error("\(damaged.count) cached version\(damaged.count == 1 ? " is" : "s are") damaged (\(names)): \(remedy)")
             throw ExitCode(ExitStatus.code(for: .badData))
         }
     }

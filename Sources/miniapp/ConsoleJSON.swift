@@ -27,6 +27,10 @@ enum ConsoleJSON {
             key(name)
             out.append(contentsOf: String(value).utf8)
         }
+        if let downgradedFrom = record.downgradedFrom {
+            text("downgradedFrom", downgradedFrom.versionId)
+            if let tag = downgradedFrom.versionTag { text("downgradedFromTag", tag) }
+        }
         text("id", record.id)
         text("installedAt", RecordCoding.format(record.installedAt))
         if let keyId = record.keyId { text("keyId", keyId) }
@@ -54,6 +58,18 @@ enum ConsoleJSON {
         text("versionTag", record.versionTag)
         number("zipBytes", record.zipBytes)
         out.append(contentsOf: "\n}".utf8)
+        return out
+    }
+
+    /// A version (`{"versionId", "versionTag"}`) as JSONEncoder writes it pretty-printed at `indent`
+    /// spaces (the column of the key it is the value of).
+    static func version(_ version: AppVersion, indent: Int) -> [UInt8] {
+        let inner = [UInt8](repeating: UInt8(ascii: " "), count: indent + 2)
+        var out: [UInt8] = Array("{\n".utf8) + inner + Array("\"versionId\" : ".utf8)
+        string(version.versionId, &out)
+        out += Array(",\n".utf8) + inner + Array("\"versionTag\" : ".utf8)
+        if let tag = version.versionTag { string(tag, &out) } else { out += Array("null".utf8) }
+        out += Array("\n".utf8) + [UInt8](repeating: UInt8(ascii: " "), count: indent) + Array("}".utf8)
         return out
     }
 

@@ -8,6 +8,8 @@ struct DownloadCommand: AsyncParsableCommand {
         abstract: "Fetch, verify, unzip and cache a version (the latest by default).",
         discussion: """
             A valid cached copy is reused without downloading it again; --force downloads it anyway.
+            A latest version older than one the platform answered before (a rollback) is refused (65);
+            --version or --allow-downgrade installs it, and its install record says so.
             Examples:
               miniapp download 1a2b3c
               miniapp download 1a2b3c --version 4d5e6f --json
@@ -27,6 +29,9 @@ struct DownloadCommand: AsyncParsableCommand {
     @Flag(help: "Download and install again even when an intact copy is cached.")
     var force = false
 
+    @Flag(help: "Install the platform's latest version even when it is older than one it answered before.")
+    var allowDowngrade = false
+
     @OptionGroup var options: GlobalOptions
 
     func validate() throws {
@@ -42,16 +47,16 @@ struct DownloadCommand: AsyncParsableCommand {
         if !moreAppIds.isEmpty, let appId = target.appId {
             try await downloadMany([appId] + moreAppIds, try options.configuration(reading: .installing))
         } else {
-            try await Self.download(target.values, force: force, options: options.settings)
+            try await Self.download(target.values, force: force, allowDowngrade: allowDowngrade, options: options.settings)
         }
     }
 
     /// One app's download, from plain values: what `run()` does for one id, and what ``QuickCommandLine``
     /// runs (with the executor `main` started early).
-    static func download(_ target: AppTarget, force: Bool, options: CommandSettings, executor: BlockingExecutor? = nil) async throws {
+    static func download(_ target: AppTarget, force: Bool, allowDowngrade: Bool = false, options: CommandSettings, executor: BlockingExecutor? = nil) async throws {
         let configuration = try target.configuration(try options.configuration(reading: .installing))
         let outcome = try await options.withInstaller(for: target, configuration, executor: executor) { installer, appId, versionId in
-            try await installer.download(appId: appId, versionId: versionId, force: force, progress: options.progressBar(for: appId))
+            try await installer.download(appId: appId, versionId: versionId, force: force, allowDowngrade: allowDowngrade, progress: options.progressBar(for: appId))
         }
         try options.render(outcome, verb: "downloaded")
     }
@@ -72,7 +77,7 @@ struct DownloadCommand: AsyncParsableCommand {
     /// Several apps: every record (`--json`: an array) or folder, then one error naming each failure.
     private func downloadMany(_ appIds: [String], _ configuration: MiniAppConfiguration) async throws {
         let results = try await options.withInstaller(configuration, needsPlatform: true) { installer in
-            await installer.download(appIds: appIds, maxConcurrent: jobs, force: force)
+            await installer.download(appIds: appIds, maxConcurrent: jobs, force: force, allowDowngrade: allowDowngrade)
         }
         var records: [InstallRecord] = []
         var failures: [(String, any Error)] = []

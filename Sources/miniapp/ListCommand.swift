@@ -24,7 +24,7 @@ struct ListCommand: AsyncParsableCommand {
     /// executor `main` started early).
     static func list(options: CommandSettings, executor: BlockingExecutor? = nil) async throws {
         let configuration = try options.configuration(reading: .platformAccess)
-        let (list, cached) = try await options.withRuntime(configuration, executor: executor) { runtime -> (AppListText, [Bool]) in
+        let (list, cached, rollbacks) = try await options.withRuntime(configuration, executor: executor) { runtime -> (AppListText, [Bool], [Int: Rollback]) in
             let cache = runtime.cache
             let list: AppListText
             let cached: [Bool]
@@ -53,11 +53,14 @@ struct ListCommand: AsyncParsableCommand {
                     }
                 }
             }
-            return (list, cached)
+            return (list, cached, configuration.offline ? [:] : cache.rollbacks(in: list, preview: configuration.preview))
+        }
+        for rollback in rollbacks.sorted(by: { $0.key < $1.key }).map(\.value) where !options.quiet {
+            Console.standardError("warning: \(rollback); download refuses it and load keeps the newer version")
         }
         if options.json {
             // An empty list is the empty array as `Console.json` prints it.
-            if list.entries.isEmpty { try Console.json([String]()) } else { ListOutput.json(list, cached: cached) }
+            if list.entries.isEmpty { try Console.json([String]()) } else { ListOutput.json(list, cached: cached, rollbacks: rollbacks) }
             return
         }
         guard !list.entries.isEmpty else {
@@ -75,8 +78,9 @@ struct ListCommand: AsyncParsableCommand {
 /// time), and from the list's own bytes: a text that needs no escape is copied as it is.
 enum ListOutput {
     /// The JSON array of the records of `list` (not empty: an empty one is `Console.json`'s), with
-    /// whether each is cached.
-    static func json(_ list: AppListText, cached: [Bool]) {
+    /// whether each is cached, and for a latest version that is a rollback (by index), `rollbackFrom`:
+    /// the newer version the cache knows of.
+    static func json(_ list: AppListText, cached: [Bool], rollbacks: [Int: Rollback] = [:]) {
         var out = ChunkedOutput()
         var scratch: [UInt8] = []
         out.append("[\n")
@@ -89,6 +93,10 @@ enum ListOutput {
                 out.jsonMember(",\n    \"id\" : ", entry.id, texts, &scratch)
                 out.jsonMember(",\n    \"promotionalImageUrl\" : ", entry.promotionalImageUrl, texts, &scratch)
                 out.jsonMember(",\n    \"promotionalText\" : ", entry.promotionalText, texts, &scratch)
+                if let rollback = rollbacks[index] {
+                    out.append(",\n    \"rollbackFrom\" : ")
+                    ConsoleJSON.version(rollback.newer, indent: 4).withUnsafeBufferPointer { out.append($0) }
+                }
                 out.append(",\n    \"version\" : {\n      \"versionId\" : ")
                 out.jsonString(entry.versionId, texts, &scratch)
                 out.append(",\n      \"versionTag\" : ")

@@ -37,6 +37,7 @@ struct ConsoleJSONTests {
                 record.repairedAt = maybe(dates[next(dates.count)])
                 record.transfer = maybe(Transfer(method: next(2) == 0 ? .full : .delta, fetchedBytes: sizes[next(sizes.count)], reusedBytes: sizes[next(sizes.count)]))
                 record.zipBytes = sizes[next(sizes.count)]
+                record.downgradedFrom = maybe(AppVersion(versionId: text(), versionTag: maybe(text())))
                 let written = Data(ConsoleJSON.record(record) + [UInt8(ascii: "\n")])
                 if try written != Console.jsonData(record) { mismatches.append(String(decoding: written, as: UTF8.self)) }
             }

@@ -15,12 +15,15 @@ public enum CacheError: CategorizedError, Equatable {
     /// One of the cache's own folders is a symbolic link (`isLink`) or a file: the cache does not
     /// follow links it did not make.
     case notAFolder(path: String, isLink: Bool)
+    /// A file the cache keeps about itself (`what`: an install record, the memory of an app's latest
+    /// versions) exists and cannot be read: the cache does not pretend it is absent.
+    case unreadable(path: String, what: String)
 
     public var category: ErrorCategory {
         switch self {
         case .notCached: return .notFound
         case .busy: return .busy
-        case .damaged, .keptZipRejected: return .badData
+        case .damaged, .keptZipRejected, .unreadable: return .badData
         case .io, .notAFolder: return .localIO
         }
     }
@@ -41,6 +44,8 @@ public enum CacheError: CategorizedError, Equatable {
             return "cache folder \(path) is \(isLink ? "a symbolic link" : "not a folder"), which the cache never follows: remove it (the cache makes a real folder again) and retry"
         case .io(let path, let reason, let diskFull):
             return "cannot write \(path): \(reason)\(diskFull ? "; free some disk space and retry" : "; check the cache directory and its permissions")"
+        case .unreadable(let path, let what):
+            return "\(what) at \(path) cannot be read: remove it (`miniapp cache verify` names every such file) and retry"
         }
     }
 

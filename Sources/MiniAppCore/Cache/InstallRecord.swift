@@ -84,6 +84,10 @@ public struct InstallRecord: Sendable, Equatable, Codable {
     public var transfer: Transfer?
     /// When the version was last repaired from its kept zip, if ever.
     public var repairedAt: Date?
+    /// The newer version this one was installed in place of, when it is an older version installed on
+    /// purpose (asked for by id, or a rollback of the platform's latest allowed); written in the JSON as
+    /// `downgradedFrom` (the version id) and `downgradedFromTag`.
+    public var downgradedFrom: AppVersion?
     /// The size of the version's kept zip; 0 when none is kept. Not stored: the cache reads it.
     public var zipBytes: Int64 = 0
     /// The base64 signature the version was verified with, kept in `record.json` only, so that the kept
@@ -98,6 +102,9 @@ public struct InstallRecord: Sendable, Equatable, Codable {
     /// disk, kept in `record.json` only; `nil` when its install synced, or once a later boot found every
     /// file whole.
     package var unsyncedBoot: String?
+    /// Whether the version was installed from the platform in preview mode, kept in `record.json` only:
+    /// a pre-release tried in preview is no reason to call the published latest a rollback.
+    package var preview = false
 
     /// Whether the version's files may differ from what was installed with nothing showing in their sizes
     /// and change times: installed without a sync in an earlier boot (a power cut may have left a file
@@ -131,11 +138,12 @@ public struct InstallRecord: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case id, versionId, versionTag, path, source, signature, signatureDetail, keyId, sha256, sizeBytes
-        case installedAt, lastUsedAt, platform, projectId, transfer, repairedAt, zipBytes
+        case installedAt, lastUsedAt, platform, projectId, transfer, repairedAt, zipBytes, downgradedFrom, downgradedFromTag
         case fileListDigest = "fileList"
         case signatureValue = "signatureValue"
         case signerKey = "signerKey"
         case unsyncedBoot = "unsyncedBoot"
+        case preview = "preview"
     }
 
     /// The CLI writes the user's form of this document by hand too (`ConsoleJSON.record`): a field added
@@ -158,11 +166,14 @@ public struct InstallRecord: Sendable, Equatable, Codable {
         try container.encode(projectId, forKey: .projectId)
         try container.encodeIfPresent(transfer, forKey: .transfer)
         try container.encodeIfPresent(repairedAt, forKey: .repairedAt)
+        try container.encodeIfPresent(downgradedFrom?.versionId, forKey: .downgradedFrom)
+        try container.encodeIfPresent(downgradedFrom?.versionTag, forKey: .downgradedFromTag)
         if encoder.userInfo[RecordCoding.storageKey] as? Bool == true {
             try container.encodeIfPresent(fileListDigest, forKey: .fileListDigest)
             try container.encodeIfPresent(signatureValue, forKey: .signatureValue)
             try container.encodeIfPresent(signerKey, forKey: .signerKey)
             try container.encodeIfPresent(unsyncedBoot, forKey: .unsyncedBoot)
+            if preview { try container.encode(true, forKey: .preview) }
         } else {
             try container.encode(zipBytes, forKey: .zipBytes)
         }
@@ -183,10 +194,14 @@ public struct InstallRecord: Sendable, Equatable, Codable {
         fileListDigest = try container.decodeIfPresent(String.self, forKey: .fileListDigest)
         transfer = try container.decodeIfPresent(Transfer.self, forKey: .transfer)
         repairedAt = try container.decodeIfPresent(Date.self, forKey: .repairedAt)
+        downgradedFrom = try container.decodeIfPresent(String.self, forKey: .downgradedFrom).map {
+            AppVersion(versionId: $0, versionTag: try? container.decodeIfPresent(String.self, forKey: .downgradedFromTag))
+        }
         zipBytes = try container.decodeIfPresent(Int64.self, forKey: .zipBytes) ?? 0
         signatureValue = try container.decodeIfPresent(String.self, forKey: .signatureValue)
         signerKey = try container.decodeIfPresent(String.self, forKey: .signerKey)
         unsyncedBoot = try container.decodeIfPresent(String.self, forKey: .unsyncedBoot)
+        preview = try container.decodeIfPresent(Bool.self, forKey: .preview) ?? false
     }
 }
 
@@ -216,7 +231,8 @@ extension InstallRecord {
               let versionTag = optional("versionTag"), let signatureDetail = optional("signatureDetail"),
               let keyId = optional("keyId"), let projectId = optional("projectId"), let fileList = optional("fileList"),
               let signatureValue = optional("signatureValue"), let signerKey = optional("signerKey"), let repaired = optional("repairedAt"),
-              let unsyncedBoot = optional("unsyncedBoot") else { return nil }
+              let unsyncedBoot = optional("unsyncedBoot"), let downgradedFrom = optional("downgradedFrom"),
+              let downgradedFromTag = optional("downgradedFromTag") else { return nil }
         var transfer: Transfer?
         switch fields["transfer"] {
         case nil, .null?:
@@ -243,8 +259,10 @@ extension InstallRecord {
         self.signatureValue = signatureValue
         self.signerKey = signerKey
         self.unsyncedBoot = unsyncedBoot
+        if case .bool(let flag)? = fields["preview"] { preview = flag }
         self.transfer = transfer
         self.repairedAt = repairedAt
+        self.downgradedFrom = downgradedFrom.map { AppVersion(versionId: $0, versionTag: downgradedFromTag) }
     }
 }
 

@@ -114,21 +114,57 @@ public final class BundleInstaller: Sendable {
 
     /// Makes sure a version (the latest when `versionId` is `nil`) is cached and intact: reuses an
     /// intact cached copy unless `force`, else downloads, verifies, unpacks and caches it.
+    ///
+    /// A latest version that is a ``Rollback`` (older than a latest the platform answered before, or
+    /// than a version installed from it) throws ``DownloadError/rollback(_:)`` unless `allowDowngrade`;
+    /// an older version installed all the same (allowed, or asked for by `versionId`) says so in its
+    /// record (``InstallRecord/downgradedFrom``).
     public func download(
-        appId: String, versionId: String? = nil, force: Bool = false,
+        appId: String, versionId: String? = nil, force: Bool = false, allowDowngrade: Bool = false,
         progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) async throws -> InstallOutcome {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
         let target = try await resolve(appId: appId, versionId: versionId)
-        let outcome = try await ensure(appId: appId, versionId: target.versionId, versionTag: target.versionTag, force: force, progress: progress)
+        var downgrade = Downgrade.check
+        if versionId == nil, platform != nil {
+            downgrade = try await takeLatest(appId: appId, target, allowDowngrade: allowDowngrade)
+        }
+        let outcome = try await ensure(appId: appId, versionId: target.versionId, versionTag: target.versionTag, force: force, downgrade: downgrade, progress: progress)
         return await pruneIfAutomatic(after: outcome)
+    }
+
+    /// Whether an install from the platform goes back to an older version, and from which.
+    enum Downgrade: Sendable {
+        /// The latest, accepted: no going back.
+        case none
+        /// A rollback the caller allowed, from this newer version.
+        case from(AppVersion)
+        /// A version asked for by its id: the install checks it against the memory once its tag is known.
+        case check
+    }
+
+    /// Checks `offered`, the platform's latest version of `appId`, against what the cache remembers, and
+    /// remembers it: a rollback throws unless `allowDowngrade`.
+    private func takeLatest(appId: String, _ offered: AppVersion, allowDowngrade: Bool) async throws -> Downgrade {
+        let cache = self.cache, preview = configuration.preview
+        return try await executor.run { () throws -> Downgrade in
+            var history = try cache.latestHistory(appId: appId, preview: preview)
+            if let rollback = history.rollback(appId: appId, offered: offered, installed: cache.installedFromPlatform(appId: appId, preview: preview)) {
+                guard allowDowngrade else { throw DownloadError.rollback(rollback) }
+                history.allow(offered, at: Date())
+                try cache.writeLatestHistory(history, appId: appId, preview: preview)
+                return .from(rollback.newer)
+            }
+            if history.accept(offered, at: Date()) { try cache.writeLatestHistory(history, appId: appId, preview: preview) }
+            return .none
+        }
     }
 
     /// Downloads the latest version of each app, at most `maxConcurrent` at a time; one app's failure
     /// does not stop the others. Results come back in the order of `appIds`.
     package func download(
-        appIds: [String], maxConcurrent: Int, force: Bool = false
+        appIds: [String], maxConcurrent: Int, force: Bool = false, allowDowngrade: Bool = false
     ) async -> [(appId: String, result: Result<InstallOutcome, any Error>)] {
         // A fixed number of workers, each taking the next app until none is left: no task is added to
         // the group while it is being drained.
@@ -144,7 +180,7 @@ public final class BundleInstaller: Sendable {
                         }
                         guard index < appIds.count else { return done }
                         do {
-                            done.append((index, .success(try await self.download(appId: appIds[index], force: force))))
+                            done.append((index, .success(try await self.download(appId: appIds[index], force: force, allowDowngrade: allowDowngrade))))
                         } catch {
                             done.append((index, .failure(error)))
                         }
@@ -174,8 +210,14 @@ public final class BundleInstaller: Sendable {
     /// the newest intact one, with a note saying which), and every permission its manifest
     /// requires `ALLOWED` in the permission store; otherwise ``PermissionStoreError/launchRefused(appId:missing:)``,
     /// with the version kept in the cache.
-    public func load(appId: String, versionId: String? = nil, progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> InstallOutcome {
-        let outcome = try await ensureForLoad(appId: appId, versionId: versionId, progress: progress)
+    ///
+    /// A latest version that is a ``Rollback`` is not launched (unless `allowDowngrade`): the newest
+    /// intact, verified version the cache has is, with the rollback in ``InstallOutcome/rollback`` and a
+    /// note; with none, ``DownloadError/rollback(_:)`` is thrown.
+    public func load(
+        appId: String, versionId: String? = nil, allowDowngrade: Bool = false, progress: (@Sendable (DownloadProgress) -> Void)? = nil
+    ) async throws -> InstallOutcome {
+        let outcome = try await ensureForLoad(appId: appId, versionId: versionId, allowDowngrade: allowDowngrade, progress: progress)
         let decision = try await launchDecision(for: outcome.record)
         guard decision.allowed else { throw PermissionStoreError.launchRefused(appId: appId, missing: decision.missing) }
         return outcome
@@ -215,9 +257,14 @@ public final class BundleInstaller: Sendable {
         return (cached, latest, ManifestDiff(from: try await manifest(of: cached), to: current))
     }
 
-    private func ensureForLoad(appId: String, versionId: String?, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
+    private func ensureForLoad(appId: String, versionId: String?, allowDowngrade: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
         do {
-            return try await download(appId: appId, versionId: versionId, progress: progress)
+            return try await download(appId: appId, versionId: versionId, allowDowngrade: allowDowngrade, progress: progress)
+        } catch DownloadError.rollback(let rollback) {
+            guard var outcome = try await newestVerified(appId: appId, instead: rollback) else { throw DownloadError.rollback(rollback) }
+            outcome.rollback = rollback
+            outcome.notes.insert("\(rollback), refused; launching cached version \(Rollback.describe(AppVersion(versionId: outcome.record.versionId, versionTag: outcome.record.versionTag))) instead", at: 0)
+            return outcome
         } catch let error as any CategorizedError where error.category == .unavailable && versionId == nil {
             // A given version that is cached and intact never reaches the network; only "the latest" falls
             // back. The platform cannot say which that is: the cache answers as it does offline (the newest
@@ -237,6 +284,22 @@ public final class BundleInstaller: Sendable {
         } catch let error as CacheError where platform == nil && versionId == nil && error.category == .badData {
             guard let outcome = try await olderIntactVersion(appId: appId, instead: error, prefix: "") else { throw error }
             return outcome
+        }
+    }
+
+    /// The newest intact version of `appId` with a verified signature that the cache holds in place of
+    /// `rollback`'s offer: the newer version it names when cached, else the highest semantic version,
+    /// else the most recently installed; `nil` when there is none.
+    private func newestVerified(appId: String, instead rollback: Rollback) async throws -> InstallOutcome? {
+        let cache = self.cache
+        return try await executor.run { () -> InstallOutcome? in
+            let candidates = cache.records(appId: appId).filter {
+                $0.versionId != rollback.offered.versionId && $0.signature == .verified && cache.check($0).intact
+            }
+            let tagged = candidates.compactMap { record in record.versionTag.flatMap(SemanticVersion.init).map { ($0, record) } }
+            guard let chosen = candidates.first(where: { $0.versionId == rollback.newer.versionId })
+                ?? tagged.max(by: { $0.0 < $1.0 })?.1 ?? candidates.first else { return nil }
+            return Self.reuse(chosen, in: cache)
         }
     }
 
@@ -285,7 +348,9 @@ public final class BundleInstaller: Sendable {
     /// The version reused when cached and intact, else installed from the platform. Two installs of one
     /// version, in this process or in others, meet at the version's lock: the second finds the first's
     /// result under it and reuses it.
-    private func ensure(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
+    private func ensure(
+        appId: String, versionId: String, versionTag: String?, force: Bool, downgrade: Downgrade = .check, progress: (@Sendable (DownloadProgress) -> Void)?
+    ) async throws -> InstallOutcome {
         let cache = self.cache
         let logger = self.logger
         guard platform != nil else { return try await ensureFromCache(appId: appId, versionId: versionId, force: force) }
@@ -313,7 +378,7 @@ public final class BundleInstaller: Sendable {
                 logger.warning("kept zip cannot repair the version; downloading it again", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)", "reason": "\(error.description)"])
             }
         }
-        return try await installFromPlatform(appId: appId, versionId: versionId, versionTag: versionTag, force: force, progress: progress)
+        return try await installFromPlatform(appId: appId, versionId: versionId, versionTag: versionTag, force: force, downgrade: downgrade, progress: progress)
     }
 
     /// A cached copy of a version, as ``ensure(appId:versionId:versionTag:force:progress:)`` finds it first.
@@ -515,13 +580,17 @@ public final class BundleInstaller: Sendable {
         }
     }
 
-    private func installFromPlatform(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
+    private func installFromPlatform(
+        appId: String, versionId: String, versionTag: String?, force: Bool, downgrade: Downgrade, progress: (@Sendable (DownloadProgress) -> Void)?
+    ) async throws -> InstallOutcome {
         try await announcing(appId: appId, versionId: versionId, progress: progress) { progress in
-            try await installFromPlatformTold(appId: appId, versionId: versionId, versionTag: versionTag, force: force, progress: progress)
+            try await installFromPlatformTold(appId: appId, versionId: versionId, versionTag: versionTag, force: force, downgrade: downgrade, progress: progress)
         }
     }
 
-    private func installFromPlatformTold(appId: String, versionId: String, versionTag: String?, force: Bool, progress: (@Sendable (DownloadProgress) -> Void)?) async throws -> InstallOutcome {
+    private func installFromPlatformTold(
+        appId: String, versionId: String, versionTag: String?, force: Bool, downgrade: Downgrade, progress: (@Sendable (DownloadProgress) -> Void)?
+    ) async throws -> InstallOutcome {
         guard let platform else { throw CacheError.notCached(appId: appId, versionId: versionId) }
         // Hashes and the signature come once the zip does: OpenSSL's set-up overlaps with the requests.
         CryptoRuntime.warmUp(on: executor)
@@ -546,7 +615,8 @@ public final class BundleInstaller: Sendable {
                 let transfer = Transfer(method: .full, fetchedBytes: downloaded.size, reusedBytes: 0)
                 return try await finish(
                     stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network,
-                    outcome: .unverified(.multiFileManifest(versionId: versionId)), sha256: downloaded.sha256, transfer: transfer, signature: nil
+                    outcome: .unverified(.multiFileManifest(versionId: versionId)), sha256: downloaded.sha256, transfer: transfer, signature: nil,
+                    downgrade: downgrade
                 )
             }
             let zip = scratch + "/bundle.zip"
@@ -638,7 +708,8 @@ public final class BundleInstaller: Sendable {
             let files = try await unpack(zip, into: stage, appId: appId, versionId: versionId, keepAs: result.file.sha256.hexString, reuse: reuse)
             let installed = try await finish(
                 stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network,
-                outcome: result.outcome, sha256: result.file.sha256, transfer: result.transfer, signature: manifest.signature
+                outcome: result.outcome, sha256: result.file.sha256, transfer: result.transfer, signature: manifest.signature,
+                downgrade: downgrade
             )
             await downloader.rangeSupport.save()
             return installed
@@ -714,7 +785,7 @@ public final class BundleInstaller: Sendable {
     private func finish(
         stage: String, files: [BundleFile], appId: String, versionId: String, versionTag: String?,
         source: InstallSource, outcome: SignatureOutcome, sha256: [UInt8], transfer: Transfer?, signature: String?,
-        signer: PublicKey? = nil, repairing repaired: InstallRecord? = nil
+        signer: PublicKey? = nil, repairing repaired: InstallRecord? = nil, downgrade: Downgrade = .none
     ) async throws -> InstallOutcome {
         try Task.checkCancellation()
         let now = Date()
@@ -725,6 +796,7 @@ public final class BundleInstaller: Sendable {
             platform: cache.namespace.platform, projectId: cache.namespace.projectId
         )
         record.transfer = transfer
+        record.preview = source == .network && configuration.preview
         record.signatureValue = outcome.status == .verified ? signature : nil
         record.signerKey = outcome.status == .verified ? signer?.pem : nil
         if let repaired {
@@ -734,11 +806,19 @@ public final class BundleInstaller: Sendable {
             record.repairedAt = now
             record.lastUsedAt = now
         }
-        let cache = self.cache
+        let cache = self.cache, preview = configuration.preview
         let keyStore = verifier.keyStore
         let background = self.background
         let staged = record
         var committed = try await executor.runToCompletion { () throws -> InstallRecord in
+            var staged = staged
+            switch downgrade {
+            case .none: break
+            case .from(let newer): staged.downgradedFrom = newer
+            case .check:
+                // A version asked for by id: older than the latest remembered, or than one installed?
+                staged.downgradedFrom = (try? cache.rollback(appId: appId, offered: AppVersion(versionId: versionId, versionTag: versionTag), preview: preview))??.newer
+            }
             var committed = try cache.commit(stage: stage, record: staged)
             if let key = outcome.fetchedKey { keyStore?.store(key) }
             committed.zipBytes = cache.keptZipBytes(committed)

@@ -15,11 +15,13 @@ public enum DownloadError: CategorizedError, Equatable {
     case tooLarge(url: String, limitBytes: Int64)
     /// Writing the download failed.
     case io(path: String, reason: String, diskFull: Bool)
+    /// The platform's latest version is older than one it answered before or one installed from it.
+    case rollback(Rollback)
 
     public var category: ErrorCategory {
         switch self {
         case .notFound, .httpStatus, .unreachable, .tooManyRedirects: return .unavailable
-        case .lengthMismatch, .tooLarge: return .badData
+        case .lengthMismatch, .tooLarge, .rollback: return .badData
         case .io: return .localIO
         }
     }
@@ -40,6 +42,8 @@ public enum DownloadError: CategorizedError, Equatable {
             return "the bundle at \(url) is larger than \(limit) bytes (raise the configuration's maximum download size if it is genuine)"
         case .io(let path, let reason, let diskFull):
             return "cannot write \(path): \(reason)\(diskFull ? "; free some disk space and retry" : "; check the cache directory and its permissions")"
+        case .rollback(let rollback):
+            return "\(rollback); refused (ask for the older version by its id, or allow a downgrade, to install it)"
         }
     }
 }

@@ -5,6 +5,8 @@ public struct InstallOutcome: Sendable {
     public var record: InstallRecord
     /// Warnings to show on stderr: an advisory signature, a fallback to the cache.
     public var notes: [String]
+    /// The platform's latest version that `load` refused as a rollback, launching ``record`` instead.
+    public var rollback: Rollback?
 
     /// An outcome with the given record and notes.
     public init(record: InstallRecord, notes: [String] = []) {
