@@ -12,6 +12,7 @@
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
 #include <openssl/sha.h>
+#include <openssl/rsa.h>
 
 /* Macros that do not import into Swift. */
 static inline long CMiniAppOpenSSL_BIO_get_mem_data(BIO *bio, char **data) {
