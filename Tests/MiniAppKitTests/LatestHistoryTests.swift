@@ -33,6 +33,18 @@ import Testing
         #expect(history.rollback(appId: "x", offered: Self.version("v7", "someday"), installed: installed) == nil, "tags that are not semantic versions are not compared")
     }
 
+    @Test func aHigherVersionInstalledSinceMakesTheSameLatestARollback() {
+        var history = LatestHistory()
+        history.accept(Self.version("a", "1.0.0"), at: Date())
+        #expect(history.rollback(appId: "x", offered: Self.version("a", "1.0.0"), installed: []) == nil)
+        let noted = history.noteInstalled(Self.version("c", "1.2.0"), at: Date())
+        let lower = history.noteInstalled(Self.version("b", "1.1.0"), at: Date())
+        #expect(noted && !lower, "only a higher version is noted")
+        #expect(history.rollback(appId: "x", offered: Self.version("a", "1.0.0"), installed: [])?.newer == Self.version("c", "1.2.0"))
+        history.allow(Self.version("a", "1.0.0"), at: Date())
+        #expect(history.rollback(appId: "x", offered: Self.version("a", "1.0.0"), installed: []) == nil, "allowed, it is the latest")
+    }
+
     @Test func anAllowedDowngradeIsTheLatestFromThenOn() {
         var history = LatestHistory()
         history.accept(Self.version("a", "1.0.0"), at: Date())
@@ -48,6 +60,7 @@ import Testing
         history.accept(Self.version("a", nil), at: Date(timeIntervalSince1970: 1_795_910_400))
         history.accept(Self.version("b", "1.0.0"), at: Date(timeIntervalSince1970: 1_795_910_401.5))
         history.allow(Self.version("a", nil), at: Date(timeIntervalSince1970: 1_795_910_402))
+        history.noteInstalled(Self.version("b", "1.0.0"), at: Date(timeIntervalSince1970: 1_795_910_403))
         #expect(LatestHistory(json: Array(history.json)) == history)
         for broken in ["", "[]", #"{"format": "other", "version": 1}"#, #"{"format": "miniapp.latest-history", "version": 2}"#,
                        #"{"format": "miniapp.latest-history", "version": 1, "replaced": [{"versionId": "../x", "seenAt": "2026-11-29T00:00:00.000Z"}]}"#,

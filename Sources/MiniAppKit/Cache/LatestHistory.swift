@@ -46,6 +46,8 @@ package struct LatestHistory: Sendable, Equatable {
     package var latest: Seen?
     package var replaced: [Seen] = []
     package var allowed: [Seen] = []
+    /// The highest semantic version installed from the platform, by id or as the latest.
+    package var installed: Seen?
 
     /// The versions kept in each list: a client that follows an app for years keeps its newest ones.
     static let capacity = 1000
@@ -56,14 +58,22 @@ package struct LatestHistory: Sendable, Equatable {
     /// tag is a lower semantic version than the accepted latest's or than one of `installed` (versions
     /// installed from this platform), when both tags are semantic versions. A version the user allowed
     /// (``allow(_:at:)``) is none.
-    package func rollback(appId: String, offered: AppVersion, installed: [AppVersion]) -> Rollback? {
+    /// `installed` is asked for only when the answer depends on it: a warm download of the latest it
+    /// already took reads no install record.
+    package func rollback(appId: String, offered: AppVersion, installed cached: @autoclosure () -> [AppVersion]) -> Rollback? {
         if allowed.contains(where: { $0.version.versionId == offered.versionId }) { return nil }
-        if latest?.version.versionId == offered.versionId { return nil }
+        let offeredTag = offered.versionTag.flatMap(SemanticVersion.init)
+        if latest?.version.versionId == offered.versionId {
+            // The latest already taken: only a higher version installed since makes it a rollback.
+            guard let offeredTag, let installed, installed.version.versionId != offered.versionId,
+                  let tag = installed.version.versionTag.flatMap(SemanticVersion.init), offeredTag < tag else { return nil }
+            return Rollback(appId: appId, offered: offered, newer: installed.version)
+        }
         if let latest, replaced.contains(where: { $0.version.versionId == offered.versionId }) {
             return Rollback(appId: appId, offered: offered, newer: latest.version)
         }
-        guard let offeredTag = offered.versionTag.flatMap(SemanticVersion.init) else { return nil }
-        let higher = ([latest?.version].compactMap { $0 } + installed).compactMap { version -> (SemanticVersion, AppVersion)? in
+        guard let offeredTag else { return nil }
+        let higher = ([latest?.version, installed?.version].compactMap { $0 } + cached()).compactMap { version -> (SemanticVersion, AppVersion)? in
             guard version.versionId != offered.versionId, let tag = version.versionTag.flatMap(SemanticVersion.init), offeredTag < tag else { return nil }
             return (tag, version)
         }
@@ -84,6 +94,16 @@ package struct LatestHistory: Sendable, Equatable {
         return true
     }
 
+    /// Notes `version`, installed from the platform, when its tag is a higher semantic version than any
+    /// noted before. `false` when nothing changed.
+    @discardableResult
+    package mutating func noteInstalled(_ version: AppVersion, at date: Date) -> Bool {
+        guard let tag = version.versionTag.flatMap(SemanticVersion.init) else { return false }
+        if let installed, let highest = installed.version.versionTag.flatMap(SemanticVersion.init), !(highest < tag) { return false }
+        installed = Seen(version: version, at: date)
+        return true
+    }
+
     /// Takes `offered`, a rollback the user asked for, as the latest from now on.
     package mutating func allow(_ offered: AppVersion, at date: Date) {
         allowed.removeAll { $0.version.versionId == offered.versionId }
@@ -92,6 +112,7 @@ package struct LatestHistory: Sendable, Equatable {
         // The newer latest is not replaced by a version the user went back to: answered again, it is
         // an update, not a rollback.
         let newer = latest
+        if let installed, installed.version.versionId != offered.versionId { self.installed = nil }
         replaced.removeAll { $0.version.versionId == offered.versionId }
         latest = Seen(version: offered, at: date)
         if let newer, newer.version.versionId != offered.versionId { replaced.removeAll { $0.version.versionId == newer.version.versionId } }
@@ -131,6 +152,12 @@ extension LatestHistory {
             guard let read = seen(value) else { return nil }
             latest = read
         }
+        switch fields["installedHighest"] {
+        case nil, .null?: installed = nil
+        case let value?:
+            guard let read = seen(value) else { return nil }
+            installed = read
+        }
         guard let replaced = list("replaced"), let allowed = list("allowed") else { return nil }
         self.replaced = replaced
         self.allowed = allowed
@@ -146,7 +173,7 @@ extension LatestHistory {
         }
         let document = JSONValue.object([
             "format": .string(Self.format), "version": .number(1), "latest": latest.map(seen) ?? .null,
-            "replaced": .array(replaced.map(seen)), "allowed": .array(allowed.map(seen)),
+            "replaced": .array(replaced.map(seen)), "allowed": .array(allowed.map(seen)), "installedHighest": installed.map(seen) ?? .null,
         ])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

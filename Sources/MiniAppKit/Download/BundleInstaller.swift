@@ -820,6 +820,13 @@ public final class BundleInstaller: Sendable {
                 staged.downgradedFrom = (try? cache.rollback(appId: appId, offered: AppVersion(versionId: versionId, versionTag: versionTag), preview: preview))??.newer
             }
             var committed = try cache.commit(stage: stage, record: staged)
+            if source == .network, repaired == nil {
+                // Remembered for the rollback check (a failure to note it leaves the cache's records to tell).
+                var history = try? cache.latestHistory(appId: appId, preview: preview)
+                if history?.noteInstalled(AppVersion(versionId: versionId, versionTag: versionTag), at: now) == true, let history {
+                    try? cache.writeLatestHistory(history, appId: appId, preview: preview)
+                }
+            }
             if let key = outcome.fetchedKey { keyStore?.store(key) }
             committed.zipBytes = cache.keptZipBytes(committed)
             // Only the most recently installed version of an app keeps its zip.
