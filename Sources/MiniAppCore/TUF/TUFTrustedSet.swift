@@ -165,13 +165,7 @@ package struct TUFTrustedSet: Sendable {
         guard let timestamp, timestamp.expires > now else { throw TUFError("snapshot", "no unexpired timestamp names it") }
         guard targets == nil else { throw TUFError("snapshot", "cannot update the snapshot after the targets") }
         guard let named = try timestamp.meta(role: "timestamp")["snapshot.json"] else { throw TUFError("snapshot", "the timestamp does not name it") }
-        try Self.check(bytes, against: named, role: "snapshot")
-        let envelope = try TUFEnvelope.read(bytes, role: "snapshot")
-        try Self.require(signedBy: rootRoles["snapshot"], keys: rootKeys, envelope: envelope, role: "snapshot")
-        let next = try TUFSigned(envelope, role: "snapshot", type: "snapshot")
-        guard next.version == named.version else {
-            throw TUFError("snapshot", "version \(next.version) is not the \(named.version) the timestamp names (mix and match?)")
-        }
+        let next = try readNamed(bytes, as: "snapshot", named: named, by: "timestamp")
         let listed = try next.meta(role: "snapshot")
         var before = snapshot
         if before == nil, let trustedBefore { before = try TUFSigned(TUFEnvelope.read(trustedBefore, role: "snapshot"), role: "snapshot", type: "snapshot") }
@@ -192,18 +186,25 @@ package struct TUFTrustedSet: Sendable {
     package mutating func updateTargets(_ bytes: [UInt8]) throws(TUFError) {
         guard let snapshot, snapshot.expires > now else { throw TUFError("targets", "no unexpired snapshot names it") }
         guard let named = try snapshot.meta(role: "snapshot")["targets.json"] else { throw TUFError("targets", "the snapshot does not name it") }
-        try Self.check(bytes, against: named, role: "targets")
-        let envelope = try TUFEnvelope.read(bytes, role: "targets")
-        try Self.require(signedBy: rootRoles["targets"], keys: rootKeys, envelope: envelope, role: "targets")
-        let next = try TUFSigned(envelope, role: "targets", type: "targets")
-        guard next.version == named.version else {
-            throw TUFError("targets", "version \(next.version) is not the \(named.version) the snapshot names (mix and match?)")
-        }
+        let next = try readNamed(bytes, as: "targets", named: named, by: "snapshot")
         targets = next
         guard next.expires > now else { throw TUFError("targets", "it expired (freeze attack?)") }
     }
 
     // MARK: Checks
+
+    /// `bytes` as the top-level `role` that `namer`'s `named` entry describes: its length and hashes, a
+    /// threshold of the root's keys for it, and the version named.
+    private func readNamed(_ bytes: [UInt8], as role: String, named: TUFMetaFile, by namer: String) throws(TUFError) -> TUFSigned {
+        try Self.check(bytes, against: named, role: role)
+        let envelope = try TUFEnvelope.read(bytes, role: role)
+        try Self.require(signedBy: rootRoles[role], keys: rootKeys, envelope: envelope, role: role)
+        let next = try TUFSigned(envelope, role: role, type: role)
+        guard next.version == named.version else {
+            throw TUFError(role, "version \(next.version) is not the \(named.version) the \(namer) names (mix and match?)")
+        }
+        return next
+    }
 
     private static func readRoot(_ bytes: [UInt8]) throws(TUFError) -> (TUFSigned, [String: TUFKey], [String: TUFRoleKeys]) {
         let root = try TUFSigned(TUFEnvelope.read(bytes, role: "root"), role: "root", type: "root")
