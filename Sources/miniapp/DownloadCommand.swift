@@ -9,7 +9,7 @@ struct DownloadCommand: AsyncParsableCommand {
         discussion: """
             A valid cached copy is reused without downloading it again; --force downloads it anyway.
             A latest version older than one the platform answered before (a rollback) is refused (65);
-            --version or --allow-downgrade installs it, and its install record says so.
+            asked for with --version, or with --allow-downgrade, it is installed and its record says so.
             Examples:
               miniapp download 1a2b3c
               miniapp download 1a2b3c --version 4d5e6f --json

@@ -126,11 +126,13 @@ public final class BundleInstaller: Sendable {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
         let target = try await resolve(appId: appId, versionId: versionId)
-        var downgrade = Downgrade.check
+        var downgrade = Downgrade.check, remembered = true
         if versionId == nil, platform != nil {
-            downgrade = try await takeLatest(appId: appId, target, allowDowngrade: allowDowngrade)
+            (downgrade, remembered) = try await checkLatest(appId: appId, target, allowDowngrade: allowDowngrade)
         }
         let outcome = try await ensure(appId: appId, versionId: target.versionId, versionTag: target.versionTag, force: force, downgrade: downgrade, progress: progress)
+        // Remembered once the version is in place: a command that fails leaves the cache as it was.
+        if !remembered { await remember(target, appId: appId, allowed: downgrade) }
         return await pruneIfAutomatic(after: outcome)
     }
 
@@ -144,20 +146,37 @@ public final class BundleInstaller: Sendable {
         case check
     }
 
-    /// Checks `offered`, the platform's latest version of `appId`, against what the cache remembers, and
-    /// remembers it: a rollback throws unless `allowDowngrade`.
-    private func takeLatest(appId: String, _ offered: AppVersion, allowDowngrade: Bool) async throws -> Downgrade {
+    /// Checks `offered`, the platform's latest version of `appId`, against what the cache remembers: a
+    /// rollback throws unless `allowDowngrade`. Also whether the memory already holds `offered` as the latest.
+    private func checkLatest(appId: String, _ offered: AppVersion, allowDowngrade: Bool) async throws -> (Downgrade, remembered: Bool) {
         let cache = self.cache, preview = configuration.preview
-        return try await executor.run { () throws -> Downgrade in
-            var history = try cache.latestHistory(appId: appId, preview: preview)
-            if let rollback = history.rollback(appId: appId, offered: offered, installed: cache.installedFromPlatform(appId: appId, preview: preview)) {
-                guard allowDowngrade else { throw DownloadError.rollback(rollback) }
-                history.allow(offered, at: Date())
-                try cache.writeLatestHistory(history, appId: appId, preview: preview)
-                return .from(rollback.newer)
+        return try await executor.run { () throws -> (Downgrade, remembered: Bool) in
+            let history = try cache.latestHistory(appId: appId, preview: preview)
+            guard let rollback = history.rollback(appId: appId, offered: offered, installed: cache.installedFromPlatform(appId: appId, preview: preview)) else {
+                return (.none, history.latest?.version == offered)
             }
-            if history.accept(offered, at: Date()) { try cache.writeLatestHistory(history, appId: appId, preview: preview) }
-            return .none
+            guard allowDowngrade else { throw DownloadError.rollback(rollback) }
+            return (.from(rollback.newer), false)
+        }
+    }
+
+    /// Remembers `offered` as the latest of `appId` (allowed back to, for a downgrade), read afresh: the
+    /// install may have noted itself meanwhile. A memory that cannot be written is logged; the version is
+    /// in place all the same.
+    private func remember(_ offered: AppVersion, appId: String, allowed downgrade: Downgrade) async {
+        let cache = self.cache, preview = configuration.preview, logger = self.logger
+        try? await executor.runToCompletion {
+            do {
+                var history = try cache.latestHistory(appId: appId, preview: preview)
+                if case .from = downgrade {
+                    history.allow(offered, at: Date())
+                } else if !history.accept(offered, at: Date()) {
+                    return
+                }
+                try cache.writeLatestHistory(history, appId: appId, preview: preview)
+            } catch {
+                logger.warning("the memory of the app's latest versions was not written", metadata: ["app-id": "\(appId)", "error": "\(error)"])
+            }
         }
     }
 
