@@ -100,6 +100,14 @@ package struct TUFTrustedSet: Sendable {
     package private(set) var targets: TUFSigned?
     private var rootKeys: [String: TUFKey]
     private var rootRoles: [String: TUFRoleKeys]
+    /// The delegated targets roles trusted so far, by name, with what they were read from (a later
+    /// lookup through another delegator checks them again).
+    var delegated: [String: DelegatedRole] = [:]
+
+    struct DelegatedRole: Sendable {
+        let signed: TUFSigned
+        let envelope: TUFEnvelope
+    }
     /// The time checks compare with: the start of the refresh, as the specification asks.
     package let now: Date
 
