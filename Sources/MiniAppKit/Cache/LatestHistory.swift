@@ -33,9 +33,10 @@ public struct Rollback: Sendable, Equatable, CustomStringConvertible {
 
 /// What the cache remembers of the versions one platform answered as an app's latest: the latest it
 /// accepted, each version it saw replaced as the latest, and the older versions a user allowed as the
-/// latest anyway (`--allow-downgrade`). Kept per namespace and app in
-/// `history/<namespace>/<app-id>.json`, written atomically before the version it names is installed
-/// (whose install syncs it to the disk).
+/// latest anyway (`--allow-downgrade`), and the highest semantic version installed from it. Kept per
+/// namespace and app in `history/<namespace>/<app-id>.json`, written whole or not at all once the
+/// version it names is in place (a failed command changes nothing); synced when a latest is replaced,
+/// the change a power cut must not take back.
 package struct LatestHistory: Sendable, Equatable {
     /// A version the platform answered as the latest, and when.
     package struct Seen: Sendable, Equatable {
@@ -256,15 +257,15 @@ extension BundleCache {
         return history
     }
 
-    /// Writes the memory of `appId`'s latest versions, whole or not at all. Not synced here: it is
-    /// written before the version it names is installed, and that install syncs the file system.
-    package func writeLatestHistory(_ history: LatestHistory, appId: String, preview: Bool = false) throws(CacheError) {
+    /// Writes the memory of `appId`'s latest versions, whole or not at all; synced to the disk when
+    /// `durable`.
+    package func writeLatestHistory(_ history: LatestHistory, appId: String, preview: Bool = false, durable: Bool = false) throws(CacheError) {
         try prepare()
         for directory in [root + "/history", historyDirectory] {
             if mkdir(directory, 0o755) != 0, errno != EEXIST { throw .system(directory) }
             try Self.requireRealDirectory(directory)
         }
-        try Durability.writeAtomically(history.json, to: historyPath(appId: appId, preview: preview), durable: false)
+        try Durability.writeAtomically(history.json, to: historyPath(appId: appId, preview: preview), durable: durable)
     }
 
     /// The rollback that `offered` as the latest version of `appId` would be, from the memory and the

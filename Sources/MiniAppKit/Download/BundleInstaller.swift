@@ -168,12 +168,14 @@ public final class BundleInstaller: Sendable {
         try? await executor.runToCompletion {
             do {
                 var history = try cache.latestHistory(appId: appId, preview: preview)
+                // A latest replaced is what a power cut must not take back: that write is synced.
+                let replacing = history.latest != nil
                 if case .from = downgrade {
                     history.allow(offered, at: Date())
                 } else if !history.accept(offered, at: Date()) {
                     return
                 }
-                try cache.writeLatestHistory(history, appId: appId, preview: preview)
+                try cache.writeLatestHistory(history, appId: appId, preview: preview, durable: replacing)
             } catch {
                 logger.warning("the memory of the app's latest versions was not written", metadata: ["app-id": "\(appId)", "error": "\(error)"])
             }
