@@ -98,7 +98,8 @@ def hostile(driver, extra):
     # The app closes: the frame goes, and with it every capability.
     driver.switch_to.window(main_window)
     into_app(driver)
-    driver.execute_script('MiniAppBridge.closeMiniApp(false)')
+    # After the script returns: a frame removed while the driver's script runs in it stalls the driver.
+    driver.execute_script('setTimeout(function () { MiniAppBridge.closeMiniApp(false); }, 0)')
     driver.switch_to.default_content()
     wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0, 'closeMiniApp removes the hostile app\'s frame')
     popup_is_refused(driver, popup, main_window, token, 'close', 'getUserName')
@@ -149,7 +150,8 @@ def hostile(driver, extra):
     driver.switch_to.default_content()
     wait(lambda: driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'the hostile app\'s prompt is shown')
     into_app(driver)
-    driver.execute_script('MiniAppBridge.closeMiniApp(false)')
+    # After the script returns: a frame removed while the driver's script runs in it stalls the driver.
+    driver.execute_script('setTimeout(function () { MiniAppBridge.closeMiniApp(false); }, 0)')
     driver.switch_to.default_content()
     wait(lambda: len(driver.find_elements(By.ID, 'miniapp-frame')) == 0 and not driver.find_element(By.ID, 'miniapp-prompt').is_displayed(), 'the prompt of the closed app disappears')
     shown = json.loads(miniapp('permissions', 'show', 'hostile', '--cache-dir', cache, '--platform', WORK + '/registry', '--json', *extra).stdout)
