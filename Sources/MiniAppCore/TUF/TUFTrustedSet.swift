@@ -268,7 +268,7 @@ package struct TUFTrustedSet: Sendable {
             _ = OpenSSLError.drain()
             return nil
         }
-        return output.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
+        return Array(output.prefix(Int(length))).hexString
     }
 }
 
