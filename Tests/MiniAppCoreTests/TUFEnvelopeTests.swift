@@ -56,13 +56,22 @@ import Testing
             let keyIds = keyIdValues.compactMap { if case .string(let id) = $0 { id } else { nil } }
             let signers = envelope.signers(among: keyIds, keys: keys)
             #expect((signers.count >= Int(threshold)) == trusted, "\(name): \(signers.count) signers")
-            // The same signature twice is one signer.
-            let doubled = try TUFEnvelope(Array(String(decoding: bytes, as: UTF8.self)
-                .replacingOccurrences(of: "\"signatures\": [", with: "\"signatures\": [\(Self.firstSignature(bytes)),").utf8))
-            #expect(doubled.signers(among: keyIds + keyIds, keys: keys) == signers)
+            // A key id listed twice is one signer; the same signature twice is no metadata at all.
+            #expect(envelope.signers(among: keyIds + keyIds, keys: keys) == signers)
+            #expect(throws: TUFEnvelope.Malformed(description: "it has two signatures by key \(Self.firstKeyId(bytes))")) {
+                try TUFEnvelope(Array(String(decoding: bytes, as: UTF8.self)
+                    .replacingOccurrences(of: "\"signatures\": [", with: "\"signatures\": [\(Self.firstSignature(bytes)),").utf8))
+            }
         }
         #expect(throws: TUFEnvelope.Malformed.self) { try TUFEnvelope(Array(#"{"signed": {"version": 1.5}, "signatures": []}"#.utf8)) }
         #expect(throws: TUFEnvelope.Malformed.self) { try TUFEnvelope(Array(#"{"signed": {}, "signatures": [{"keyid": "a", "sig": "zz"}]}"#.utf8)) }
+    }
+
+    /// The key id of the first signature of a metadata file.
+    static func firstKeyId(_ bytes: [UInt8]) -> String {
+        guard case .object(let fields)? = JSONReader.value(bytes), case .array(let signatures)? = fields["signatures"],
+              case .object(let first)? = signatures.first, case .string(let keyId)? = first["keyid"] else { return "" }
+        return keyId
     }
 
     /// The first signature object of a metadata file, as JSON.

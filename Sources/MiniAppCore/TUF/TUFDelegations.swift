@@ -125,6 +125,8 @@ package struct TUFDelegations: Sendable {
                 throw TUFError(role, "a delegated role needs a name, keyids, a positive threshold and terminating")
             }
             guard names.insert(name).inserted else { throw TUFError(role, "it delegates to \(name) twice") }
+            // A top-level role's name would mean another role's file and trust (python-tuf refuses them too).
+            guard !["root", "timestamp", "snapshot", "targets"].contains(name) else { throw TUFError(role, "it delegates to the top-level name \(name)") }
             let keyIds = ids.compactMap { if case .string(let id) = $0 { id } else { nil } }
             guard keyIds.count == ids.count, Set(keyIds).count == keyIds.count else { throw TUFError(role, "delegated role \(name) lists a key id twice") }
             func strings(_ key: String) throws(TUFError) -> [String]? {
@@ -157,7 +159,8 @@ extension TUFTrustedSet {
     /// keys for it, not expired. A role already trusted under the same name is checked again against
     /// this delegator: trusted through one delegator, it is not thereby trusted through another.
     package mutating func updateDelegatedTargets(_ bytes: [UInt8], role: String, delegator: String) throws(TUFError) {
-        guard let snapshot, snapshot.expires > now else { throw TUFError(role, "no unexpired snapshot names it") }
+        guard let snapshot else { throw TUFError(role, "no snapshot names it") }
+        try checkFinalSnapshot()
         guard let delegations = try delegations(of: delegator) else { throw TUFError(role, "its delegator \(delegator) is not trusted") }
         guard let delegation = delegations.roles.first(where: { $0.name == role }) else { throw TUFError(role, "\(delegator) does not delegate to it") }
         guard let named = try snapshot.meta(role: "snapshot")[role + ".json"] else { throw TUFError(role, "the snapshot does not name it") }

@@ -5,16 +5,17 @@ package struct TUFEnvelope: Sendable {
     package let signed: JSONValue
     /// The canonical JSON of ``signed``: what each signature covers.
     package let canonical: [UInt8]
-    /// Each signature, by key id, in the order written (a key id that appears twice counts once).
+    /// Each signature, by key id, in the order written; no key id appears twice.
     package let signatures: [(keyId: String, signature: [UInt8])]
 
     /// Why a file is not metadata.
-    package struct Malformed: Error, CustomStringConvertible {
+    package struct Malformed: Error, Equatable, CustomStringConvertible {
         package let description: String
     }
 
     /// The metadata in `bytes`; ``Malformed`` when it is not one JSON object with a `signed` object that
-    /// has a canonical form and a `signatures` array of `{"keyid", "sig"}` (hex).
+    /// has a canonical form and a `signatures` array of `{"keyid", "sig"}` (hex) with no key id twice
+    /// (the specification's "MUST be unique": a repeated signature is refused, not counted once).
     package init(_ bytes: [UInt8]) throws(Malformed) {
         guard case .object(let fields)? = JSONReader.value(bytes, maxDepth: 32) else { throw Malformed(description: "it is not a JSON object") }
         guard let signed = fields["signed"], case .object = signed else { throw Malformed(description: "it has no signed object") }
@@ -24,6 +25,7 @@ package struct TUFEnvelope: Sendable {
         for item in items {
             guard case .object(let parts) = item, case .string(let keyId)? = parts["keyid"], case .string(let hex)? = parts["sig"],
                   let signature = TUFKey.hex(hex) else { throw Malformed(description: "a signature is not {\"keyid\", \"sig\"} in hex") }
+            guard !signatures.contains(where: { $0.keyId == keyId }) else { throw Malformed(description: "it has two signatures by key \(keyId)") }
             signatures.append((keyId, signature))
         }
         self.signed = signed
@@ -32,7 +34,7 @@ package struct TUFEnvelope: Sendable {
     }
 
     /// How many distinct keys among `keyIds` (of `keys`) signed ``signed``: a role is trusted when this
-    /// reaches its threshold. A key id listed twice, or signing twice, counts once; a signature by a key
+    /// reaches its threshold. A key id listed twice counts once; a signature by a key
     /// outside `keyIds`, by a key this client cannot use, or that does not verify counts for nothing.
     package func signers(among keyIds: [String], keys: [String: TUFKey]) -> Set<String> {
         let allowed = Set(keyIds)

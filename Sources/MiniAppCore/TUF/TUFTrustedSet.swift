@@ -16,7 +16,7 @@ package struct TUFError: Error, Equatable, CustomStringConvertible {
 }
 
 /// A role's keys and how many of them must sign.
-package struct TUFRoleKeys: Sendable {
+package struct TUFRoleKeys: Sendable, Equatable {
     package let keyIds: [String]
     package let threshold: Int
 }
@@ -126,7 +126,6 @@ package struct TUFTrustedSet: Sendable {
 
     /// Takes `bytes` as the next root: signed by a threshold of the trusted root's root keys and of
     /// its own, one version above. Expiry is not checked here (a chain passes through expired roots).
-    /// Timestamp and snapshot are dropped when the timestamp's or snapshot's keys changed.
     package mutating func updateRoot(_ bytes: [UInt8]) throws(TUFError) {
         guard timestamp == nil else { throw TUFError("root", "cannot update the root after the timestamp") }
         let envelope = try TUFEnvelope.read(bytes, role: "root")
@@ -166,18 +165,22 @@ package struct TUFTrustedSet: Sendable {
         return true
     }
 
-    /// Takes `bytes` as the snapshot the timestamp names: its length and hashes, its keys, its version,
-    /// no file it lists rolled back, and its expiry. `trustedBefore` is the snapshot a client had kept
-    /// (read from its cache), whose listed versions may not go down.
-    package mutating func updateSnapshot(_ bytes: [UInt8], trustedBefore: [UInt8]? = nil) throws(TUFError) {
-        guard let timestamp, timestamp.expires > now else { throw TUFError("snapshot", "no unexpired timestamp names it") }
+    /// Takes `bytes` as the snapshot the unexpired timestamp names: its length and hashes (unless
+    /// `trusted`, for the copy a client kept itself), the root's snapshot keys, and no file it lists
+    /// rolled back from the snapshot trusted before. It is then trusted even when ``checkFinalSnapshot()``
+    /// (its version against the timestamp's, its expiry) fails, as python-tuf does: a kept snapshot that
+    /// is out of date still guards the next one against rollback.
+    package mutating func updateSnapshot(_ bytes: [UInt8], trusted: Bool = false) throws(TUFError) {
+        guard let timestamp else { throw TUFError("snapshot", "no timestamp names it") }
         guard targets == nil else { throw TUFError("snapshot", "cannot update the snapshot after the targets") }
-        guard let named = try timestamp.meta(role: "timestamp")["snapshot.json"] else { throw TUFError("snapshot", "the timestamp does not name it") }
-        let next = try readNamed(bytes, as: "snapshot", named: named, by: "timestamp")
-        let listed = try next.meta(role: "snapshot")
-        var before = snapshot
-        if before == nil, let trustedBefore { before = try TUFSigned(TUFEnvelope.read(trustedBefore, role: "snapshot"), role: "snapshot", type: "snapshot") }
-        if let before {
+        guard timestamp.expires > now else { throw TUFError("timestamp", "it expired (freeze attack?)") }
+        let named = try timestampSnapshotMeta
+        if !trusted { try Self.check(bytes, against: named, role: "snapshot") }
+        let envelope = try TUFEnvelope.read(bytes, role: "snapshot")
+        try Self.require(signedBy: rootRoles["snapshot"], keys: rootKeys, envelope: envelope, role: "snapshot")
+        let next = try TUFSigned(envelope, role: "snapshot", type: "snapshot")
+        if let before = snapshot {
+            let listed = try next.meta(role: "snapshot")
             for (name, old) in try before.meta(role: "snapshot") {
                 guard let new = listed[name] else { throw TUFError("snapshot", "it no longer lists \(name) (rollback)") }
                 guard new.version >= old.version else {
@@ -186,13 +189,42 @@ package struct TUFTrustedSet: Sendable {
             }
         }
         snapshot = next
-        guard next.expires > now else { throw TUFError("snapshot", "it expired (freeze attack?)") }
+        try checkFinalSnapshot()
     }
+
+    /// The trusted snapshot is the version the timestamp names, and not expired.
+    package func checkFinalSnapshot() throws(TUFError) {
+        guard let snapshot else { throw TUFError("snapshot", "it is not trusted") }
+        guard snapshot.expires > now else { throw TUFError("snapshot", "it expired (freeze attack?)") }
+        let named = try timestampSnapshotMeta
+        guard snapshot.version == named.version else {
+            throw TUFError("snapshot", "version \(snapshot.version) is not the \(named.version) the timestamp names (mix and match?)")
+        }
+    }
+
+    /// What the trusted timestamp says of `snapshot.json`.
+    package var timestampSnapshotMeta: TUFMetaFile {
+        get throws(TUFError) {
+            guard let timestamp else { throw TUFError("timestamp", "it is not trusted") }
+            guard let named = try timestamp.meta(role: "timestamp")["snapshot.json"] else { throw TUFError("timestamp", "its meta must name snapshot.json alone") }
+            return named
+        }
+    }
+
+    /// What the trusted snapshot says of the metadata file `name` (`targets.json`, `<role>.json`).
+    package func snapshotMeta(_ name: String) throws(TUFError) -> TUFMetaFile? {
+        guard let snapshot else { return nil }
+        return try snapshot.meta(role: "snapshot")[name]
+    }
+
+    /// The keys and threshold the trusted root gives the top-level `role`.
+    package func roleKeys(_ role: String) -> TUFRoleKeys? { rootRoles[role] }
 
     /// Takes `bytes` as the top-level targets the snapshot names: length and hashes when listed, the
     /// root's targets keys, the version, and expiry.
     package mutating func updateTargets(_ bytes: [UInt8]) throws(TUFError) {
-        guard let snapshot, snapshot.expires > now else { throw TUFError("targets", "no unexpired snapshot names it") }
+        guard let snapshot else { throw TUFError("targets", "no snapshot names it") }
+        try checkFinalSnapshot()
         guard let named = try snapshot.meta(role: "snapshot")["targets.json"] else { throw TUFError("targets", "the snapshot does not name it") }
         let next = try readNamed(bytes, as: "targets", named: named, by: "snapshot")
         targets = next
