@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "MiniAppBridge", targets: ["MiniAppBridge"]),
         .library(name: "MiniAppWebHost", targets: ["MiniAppWebHost"]),
         .executable(name: "miniapp", targets: ["miniapp"]),
+        .executable(name: "miniapp-tuf-client", targets: ["miniapp-tuf-client"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -147,6 +148,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: settings
+        ),
+        // The public TUF conformance suite's client-under-test command line, over the library's TUF client.
+        .executableTarget(
+            name: "miniapp-tuf-client",
+            dependencies: [
+                "MiniAppKit",
+                "MiniAppCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: settings
         ),

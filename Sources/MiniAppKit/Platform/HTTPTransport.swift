@@ -66,6 +66,41 @@ struct HTTPResponse: Sendable {
     }
 }
 
+extension HTTPResponse {
+    /// Thrown inside a direct read to stop it once the body is longer than wanted.
+    private struct TooLong: Error {}
+
+    /// The whole body, or `nil` when it is longer than `limit` bytes (reading stops at the first byte
+    /// past it). A connection of its own is read to its end in one call on `executor`'s pool, so the
+    /// whole answer is decoded on one thread.
+    func collect(upTo limit: Int, executor: BlockingExecutor) async throws -> [UInt8]? {
+        switch body {
+        case .pooled(let body):
+            var bytes: [UInt8] = []
+            for try await chunk in body {
+                guard bytes.count + chunk.readableBytes <= limit else { return nil }
+                bytes.append(contentsOf: chunk.readableBytesView)
+            }
+            return bytes
+        case .direct(let response, let canceller):
+            return try await withTaskCancellationHandler(operation: {
+                try await executor.run { () throws -> [UInt8]? in
+                    var bytes: [UInt8] = []
+                    do {
+                        try response.streamBody(chunkBytes: 64 << 10) { chunk in
+                            guard bytes.count + chunk.readableBytes <= limit else { throw TooLong() }
+                            bytes.append(contentsOf: chunk.readableBytesView)
+                        }
+                    } catch is TooLong {
+                        return nil
+                    }
+                    return bytes
+                }
+            }, onCancel: { canceller.cancel() })
+        }
+    }
+}
+
 /// How requests reach the network: the one seam between ``RequestPolicy`` and the wire, with its two
 /// ways, chosen once when it is made (``PlatformConnections``).
 ///

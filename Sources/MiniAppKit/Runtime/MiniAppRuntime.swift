@@ -21,7 +21,7 @@ public final class MiniAppRuntime: Sendable {
     private let connections: PlatformConnections
     private let httpClient: HTTPClient?
     private let permissions: PermissionAccess
-    private let logger: Logger
+    let logger: Logger
     private let opened = Mutex(Opened())
 
     /// What is opened at first use, and closed by ``shutdown()``.
@@ -110,6 +110,11 @@ public final class MiniAppRuntime: Sendable {
         let platform = try Platforms.open(configuration, executor: executor, logger: logger) { (transport(&opened), false) }
         opened.platform = platform
         return platform
+    }
+
+    /// The one transport, made at the first call.
+    func sharedTransport() -> HTTPTransport {
+        opened.withLock { opened in transport(&opened) }
     }
 
     private func transport(_ opened: inout Opened) -> HTTPTransport {
