@@ -43,6 +43,24 @@ struct TUFClientCommand: AsyncParsableCommand {
     @Argument(help: "For init: the file holding the trusted root.")
     var trustedRoot: String?
 
+    /// Runs the step; any failure, a command line the parser refuses included, exits 1 (the suite's
+    /// contract) with one line on standard error.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if let client = command as? TUFClientCommand {
+                try await client.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            guard exitCode(for: error) != .success else { exit(withError: error) }
+            let message = error is ExitCode ? "" : fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            if !message.isEmpty { FileHandle.standardError.write(Data("miniapp-tuf-client: \(message)\n".utf8)) }
+            Foundation.exit(1)
+        }
+    }
+
     func run() async throws {
         do {
             try await perform()

@@ -12,7 +12,8 @@ package struct TUFError: Error, Equatable, CustomStringConvertible {
         self.check = check
     }
 
-    package var description: String { "TUF \(role) metadata: \(check)" }
+    /// `TUF <role> metadata: <check>`, or `TUF target <path>: <check>` for a target file.
+    package var description: String { role.hasPrefix("target ") ? "TUF \(role): \(check)" : "TUF \(role) metadata: \(check)" }
 }
 
 /// A role's keys and how many of them must sign.
