@@ -103,3 +103,40 @@ extension PythonTUF {
 
         """
 }
+
+extension PythonTUF {
+    /// Runs python-tuf's `ngclient.Updater` against the repository folder `repository` (its
+    /// `metadata/` and `targets/`, served over HTTP on 127.0.0.1 by Python's own server), with its
+    /// metadata kept in `client` (first trusting `metadata/1.root.json`), and downloads each of `targets`
+    /// into `downloads`. Returns a line per target: `<path> <contents> <custom as JSON>`, or
+    /// `missing <path>`; throws with python-tuf's error when the refresh or a download fails.
+    public static func ngclient(repository: String, client: String, downloads: String, targets: [String]) async throws -> [String] {
+        let output = try await run("""
+            import functools, json, os, shutil, sys, threading
+            from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+            from tuf.ngclient import Updater
+            repository, client, downloads, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+            class Quiet(SimpleHTTPRequestHandler):
+                def log_message(self, *args):
+                    pass
+            server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=repository))
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            base = f"http://127.0.0.1:{server.server_address[1]}"
+            os.makedirs(client, exist_ok=True)
+            os.makedirs(downloads, exist_ok=True)
+            if not os.path.exists(f"{client}/root.json"):
+                shutil.copy(f"{repository}/metadata/1.root.json", f"{client}/root.json")
+            updater = Updater(client, f"{base}/metadata/", downloads, f"{base}/targets/", bootstrap=None)
+            updater.refresh()
+            for name in names:
+                info = updater.get_targetinfo(name)
+                if info is None:
+                    print("missing", name)
+                    continue
+                path = updater.download_target(info)
+                print(name, open(path, "rb").read().decode(), json.dumps(info.custom, sort_keys=True))
+            server.shutdown()
+            """, [repository, client, downloads] + targets)
+        return output.split(separator: "\n").map(String.init)
+    }
+}

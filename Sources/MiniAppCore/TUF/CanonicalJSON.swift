@@ -9,13 +9,16 @@ package enum CanonicalJSON {
     static let exactIntegers = 9_007_199_254_740_992.0
 
     /// The canonical bytes of `value`; `nil` when it holds a number that is not an integer within ±2^53.
-    package static func encode(_ value: JSONValue) -> [UInt8]? {
+    /// With `escapingControlCharacters`, a control character in a string is written `\u00XX`, which
+    /// any JSON reader accepts (canonical JSON writes it raw): a metadata file is written so, and reads
+    /// back to the same value, whose canonical bytes its signatures cover.
+    package static func encode(_ value: JSONValue, escapingControlCharacters: Bool = false) -> [UInt8]? {
         var out: [UInt8] = []
         out.reserveCapacity(1024)
-        return write(value, &out) ? out : nil
+        return write(value, &out, escaping: escapingControlCharacters) ? out : nil
     }
 
-    private static func write(_ value: JSONValue, _ out: inout [UInt8]) -> Bool {
+    private static func write(_ value: JSONValue, _ out: inout [UInt8], escaping: Bool) -> Bool {
         switch value {
         case .null:
             out += Array("null".utf8)
@@ -25,12 +28,12 @@ package enum CanonicalJSON {
             guard number.rounded(.towardZero) == number, abs(number) <= exactIntegers else { return false }
             out += Array(String(Int64(number)).utf8)
         case .string(let text):
-            string(text, &out)
+            string(text, &out, escaping: escaping)
         case .array(let items):
             out.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                guard write(item, &out) else { return false }
+                guard write(item, &out, escaping: escaping) else { return false }
             }
             out.append(UInt8(ascii: "]"))
         case .object(let members):
@@ -38,21 +41,29 @@ package enum CanonicalJSON {
             let keys = members.keys.map { (key: $0, bytes: Array($0.utf8)) }.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
             for (index, key) in keys.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                string(key.key, &out)
+                string(key.key, &out, escaping: escaping)
                 out.append(UInt8(ascii: ":"))
-                guard let member = members[key.key], write(member, &out) else { return false }
+                guard let member = members[key.key], write(member, &out, escaping: escaping) else { return false }
             }
             out.append(UInt8(ascii: "}"))
         }
         return true
     }
 
-    private static func string(_ text: String, _ out: inout [UInt8]) {
+    private static func string(_ text: String, _ out: inout [UInt8], escaping: Bool) {
         out.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
+            if escaping, byte < 0x20 {
+                out += Array("\\u00".utf8) + [hexDigit(byte >> 4), hexDigit(byte & 15)]
+                continue
+            }
             if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
             out.append(byte)
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 }

@@ -106,7 +106,12 @@ package struct TUFDelegations: Sendable {
 
     /// The delegations of the targets metadata `signed` (none when it has none).
     init(_ signed: TUFSigned, role: String) throws(TUFError) {
-        guard let value = signed.fields["delegations"] else {
+        try self.init(fields: signed.fields, role: role)
+    }
+
+    /// The delegations of the targets `signed` object `fields`.
+    init(fields: [String: JSONValue], role: String) throws(TUFError) {
+        guard let value = fields["delegations"] else {
             keys = [:]
             roles = []
             return

@@ -99,7 +99,8 @@ package struct TUFTrustedSet: Sendable {
     package private(set) var timestamp: TUFSigned?
     package private(set) var snapshot: TUFSigned?
     package private(set) var targets: TUFSigned?
-    private var rootKeys: [String: TUFKey]
+    /// The trusted root's keys, by id.
+    package private(set) var rootKeys: [String: TUFKey]
     private var rootRoles: [String: TUFRoleKeys]
     /// The delegated targets roles trusted so far, by name, with what they were read from (a later
     /// lookup through another delegator checks them again).
