@@ -62,8 +62,8 @@ package struct TUFRepository: Sendable {
     // MARK: Operations
 
     /// Makes the repository: a root listing `keys` for each top-level role with `thresholds` (1 where
-    /// not given), and empty targets, a snapshot and a timestamp, each signed by `signers` of its role.
-    package func create(keys: [String: [JSONValue]], thresholds: [String: Int] = [:], signers: [String: [TUFSigner]]) throws {
+    /// not given), and empty targets, a snapshot and a timestamp, each signed by those of `signers` it lists.
+    package func create(keys: [String: [JSONValue]], thresholds: [String: Int] = [:], signers: [TUFSigner]) throws {
         guard !exists else { throw TUFRepositoryError("\(folder) already holds a TUF repository") }
         var root: [String: JSONValue] = ["_type": .string("root"), "consistent_snapshot": .bool(true), "keys": .object([:]), "roles": .object([:])]
         for role in Self.topLevelRoles {
@@ -72,23 +72,23 @@ package struct TUFRepository: Sendable {
             for key in listed { try Self.addKey(key, to: role, in: &root) }
             try Self.setThreshold(thresholds[role] ?? 1, of: role, in: &root)
         }
-        let rootBytes = try signed(root, role: "root", version: 1, by: signers["root"] ?? [])
+        let rootBytes = try signed(root, role: "root", version: 1, by: Self.pick(signers, "root", in: root))
         _ = try TUFTrustedSet(root: rootBytes, now: now())
         var changes = Changes(root: rootBytes)
-        changes.roles["targets"] = try signed(["_type": .string("targets"), "targets": .object([:])], role: "targets", version: 1, by: signers["targets"] ?? [])
+        changes.roles["targets"] = try signed(["_type": .string("targets"), "targets": .object([:])], role: "targets", version: 1, by: Self.pick(signers, "targets", in: root))
         try finish(changes, signers: signers)
     }
 
-    /// Adds `key` to the top-level `role` in a new root, signed by `signers["root"]` (a threshold of
-    /// the current root keys and of the new ones); the roles the change concerns are signed again by
-    /// their `signers`.
-    package func addKey(_ key: JSONValue, to role: String, signers: [String: [TUFSigner]]) throws {
+    /// Adds `key` to the top-level `role` in a new root, signed by the `signers` the current or the new
+    /// root lists for the root (a threshold of each is needed); the roles the change concerns are signed
+    /// again by those of `signers` listed for them.
+    package func addKey(_ key: JSONValue, to role: String, signers: [TUFSigner]) throws {
         try changeRoot(signers: signers) { root throws(TUFRepositoryError) in try Self.addKey(key, to: role, in: &root) }
     }
 
     /// Takes the key `keyId` from the top-level `role` in a new root (a key no role lists any more
     /// leaves the root's keys).
-    package func revokeKey(_ keyId: String, from role: String, signers: [String: [TUFSigner]]) throws {
+    package func revokeKey(_ keyId: String, from role: String, signers: [TUFSigner]) throws {
         try changeRoot(signers: signers) { root throws(TUFRepositoryError) in
             guard case .object(var roles)? = root["roles"], case .object(var entry)? = roles[role], case .array(let ids)? = entry["keyids"] else {
                 throw TUFRepositoryError("the root has no \(role) role")
@@ -108,12 +108,12 @@ package struct TUFRepository: Sendable {
     }
 
     /// Sets how many of the top-level `role`'s keys must sign it, in a new root.
-    package func setThreshold(_ threshold: Int, of role: String, signers: [String: [TUFSigner]]) throws {
+    package func setThreshold(_ threshold: Int, of role: String, signers: [TUFSigner]) throws {
         try changeRoot(signers: signers) { root throws(TUFRepositoryError) in try Self.setThreshold(threshold, of: role, in: &root) }
     }
 
     /// Signs the same root again as a new version with a new expiry.
-    package func renewRoot(signers: [String: [TUFSigner]]) throws {
+    package func renewRoot(signers: [TUFSigner]) throws {
         try changeRoot(signers: signers) { _ throws(TUFRepositoryError) in }
     }
 
@@ -121,7 +121,7 @@ package struct TUFRepository: Sendable {
     /// signed by `threshold` of `keys`; its targets are then added by ``addTarget(_:file:custom:role:signers:)``
     /// with those keys. An existing delegation of that name is replaced.
     package func delegate(_ name: String, paths: [String], keys: [JSONValue], threshold: Int = 1, terminating: Bool = true,
-                          signers: [String: [TUFSigner]]) throws {
+                          signers: [TUFSigner]) throws {
         guard !Self.topLevelRoles.contains(name), !name.isEmpty else { throw TUFRepositoryError("\(name) cannot name a delegated role") }
         guard threshold >= 1, threshold <= keys.count else { throw TUFRepositoryError("a threshold of \(threshold) needs as many keys, not \(keys.count)") }
         guard !paths.isEmpty else { throw TUFRepositoryError("a delegation needs at least one path pattern") }
@@ -151,14 +151,14 @@ package struct TUFRepository: Sendable {
         delegations["roles"] = .array(roles)
         targets["delegations"] = .object(delegations)
         var changes = Changes()
-        changes.roles["targets"] = try signed(targets, role: "targets", version: newest("targets").version + 1, by: signers["targets"] ?? [])
+        changes.roles["targets"] = try signed(targets, role: "targets", version: newest("targets").version + 1, by: Self.pick(signers, "targets", in: newest("root").signed))
         try finish(changes, signers: signers)
     }
 
     /// Adds (or replaces) the target `path` in `role` (`targets` or a delegated role): the file at `file`
     /// is linked (else copied) into `targets/` under its hash, and `custom` recorded with its length and
-    /// hashes; `role`, the snapshot and the timestamp are signed by their `signers`.
-    package func addTarget(_ path: String, file: String, custom: JSONValue? = nil, role: String = "targets", signers: [String: [TUFSigner]]) throws {
+    /// hashes; `role`, the snapshot and the timestamp are signed by those of `signers` listed for them.
+    package func addTarget(_ path: String, file: String, custom: JSONValue? = nil, role: String = "targets", signers: [TUFSigner]) throws {
         try Self.checkTargetPath(path)
         guard let bytes = FileReading.contents(file, limit: .max) else { throw TUFRepositoryError("\(file) cannot be read") }
         let digest = SHA256Digest.hash(bytes).hexString
@@ -182,7 +182,8 @@ package struct TUFRepository: Sendable {
         targets[path] = .object(entry)
         document["targets"] = .object(targets)
         var changes = Changes()
-        changes.roles[role] = try signed(document, role: role, version: version, by: signers[role] ?? [])
+        let roleSigners = role == "targets" ? try Self.pick(signers, "targets", in: newest("root").signed) : try delegatedSigners(signers, role)
+        changes.roles[role] = try signed(document, role: role, version: version, by: roleSigners)
         if role != "targets" { try checkDelegated(role, changes.roles[role]!, targets: try newest("targets").signed) }
         do {
             try FileManager.default.createDirectory(atPath: destinationFolder, withIntermediateDirectories: true)
@@ -196,10 +197,10 @@ package struct TUFRepository: Sendable {
     }
 
     /// A new timestamp naming the same snapshot, valid for ``Lifetimes/timestamp`` from now, signed by
-    /// `signer` (an online key the root lists for the timestamp alone).
+    /// those of `signers` the root lists for it (an online key the root lists for the timestamp alone).
     package func resignTimestamp(with signers: [TUFSigner]) throws {
         let current = try newest("timestamp")
-        let bytes = try signed(current.signed, role: "timestamp", version: current.version + 1, by: signers)
+        let bytes = try signed(current.signed, role: "timestamp", version: current.version + 1, by: Self.pick(signers, "timestamp", in: newest("root").signed))
         try check(bytes, as: "timestamp")
         try write(bytes, to: "timestamp.json", replacing: true)
     }
@@ -246,11 +247,12 @@ package struct TUFRepository: Sendable {
 
     /// Edits the newest root into a new version, checks that the current root's keys accept it, and
     /// writes it with every role whose keys it changed signed again.
-    private func changeRoot(signers: [String: [TUFSigner]], _ edit: (inout [String: JSONValue]) throws(TUFRepositoryError) -> Void) throws {
+    private func changeRoot(signers: [TUFSigner], _ edit: (inout [String: JSONValue]) throws(TUFRepositoryError) -> Void) throws {
         let current = try newest("root")
         var root = current.signed
         try edit(&root)
-        let bytes = try signed(root, role: "root", version: current.version + 1, by: signers["root"] ?? [])
+        let rootSigners = Self.pick(signers, "root", in: current.signed) + Self.pick(signers, "root", in: root)
+        let bytes = try signed(root, role: "root", version: current.version + 1, by: rootSigners)
         var trusted = try TUFTrustedSet(root: current.bytes, now: now())
         do {
             try trusted.updateRoot(bytes)
@@ -261,7 +263,7 @@ package struct TUFRepository: Sendable {
         let before = try TUFTrustedSet(root: current.bytes, now: now())
         if before.roleKeys("targets") != trusted.roleKeys("targets") {
             let targets = try newest("targets")
-            changes.roles["targets"] = try signed(targets.signed, role: "targets", version: targets.version + 1, by: signers["targets"] ?? [])
+            changes.roles["targets"] = try signed(targets.signed, role: "targets", version: targets.version + 1, by: Self.pick(signers, "targets", in: root))
         }
         changes.online = !changes.roles.isEmpty || ["snapshot", "timestamp"].contains { before.roleKeys($0) != trusted.roleKeys($0) }
         try finish(changes, signers: signers)
@@ -269,8 +271,11 @@ package struct TUFRepository: Sendable {
 
     /// Writes `changes`, then a snapshot listing every targets role's newest version and a timestamp
     /// naming it, each checked against the root in force first.
-    private func finish(_ changes: Changes, signers: [String: [TUFSigner]]) throws {
+    private func finish(_ changes: Changes, signers: [TUFSigner]) throws {
         let rootBytes = try changes.root ?? newest("root").bytes
+        guard let rootEnvelope = try? TUFEnvelope(rootBytes), case .object(let rootDocument) = rootEnvelope.signed else {
+            throw TUFRepositoryError("the root cannot be read")
+        }
         if !changes.online, let root = changes.root {
             let version = (try? TUFSigned(TUFEnvelope(root), role: "root", type: "root").version) ?? 1
             try write(root, to: "\(version).root.json", replacing: false)
@@ -285,7 +290,7 @@ package struct TUFRepository: Sendable {
             meta[role + ".json"] = .object(["version": .number(Double(version))])
         }
         let snapshotVersion = (previousSnapshot?.version ?? 0) + 1
-        let snapshot = try signed(["_type": .string("snapshot"), "meta": .object(meta)], role: "snapshot", version: snapshotVersion, by: signers["snapshot"] ?? [])
+        let snapshot = try signed(["_type": .string("snapshot"), "meta": .object(meta)], role: "snapshot", version: snapshotVersion, by: Self.pick(signers, "snapshot", in: rootDocument))
         let timestampVersion = ((try? newest("timestamp"))?.version ?? 0) + 1
         let timestamp = try signed([
             "_type": .string("timestamp"),
@@ -293,7 +298,7 @@ package struct TUFRepository: Sendable {
                 "version": .number(Double(snapshotVersion)), "length": .number(Double(snapshot.count)),
                 "hashes": .object(["sha256": .string(SHA256Digest.hash(snapshot).hexString)]),
             ])]),
-        ], role: "timestamp", version: timestampVersion, by: signers["timestamp"] ?? [])
+        ], role: "timestamp", version: timestampVersion, by: Self.pick(signers, "timestamp", in: rootDocument))
         try check(snapshot, as: "snapshot", root: rootBytes)
         try check(timestamp, as: "timestamp", root: rootBytes)
         do {
@@ -317,7 +322,7 @@ package struct TUFRepository: Sendable {
     /// `signed` with its `_type`, spec version, `version` and expiry set, signed by `signers`, as the
     /// bytes of a metadata file: canonical JSON (python-tuf reads it; control characters escaped).
     private func signed(_ signed: [String: JSONValue], role: String, version: Int, by signers: [TUFSigner], root: [UInt8]? = nil) throws -> [UInt8] {
-        guard !signers.isEmpty else { throw TUFRepositoryError("no key was given to sign \(role)") }
+        guard !signers.isEmpty else { throw TUFRepositoryError("none of the keys given may sign \(role): give a threshold of its keys") }
         var signed = signed
         signed["spec_version"] = .string(Self.specVersion)
         signed["version"] = .number(Double(version))
@@ -338,6 +343,23 @@ package struct TUFRepository: Sendable {
             throw TUFRepositoryError("\(role) cannot be written as JSON")
         }
         return file
+    }
+
+    /// Those of `signers` that `root` (a `signed` object) lists for the top-level `role`.
+    private static func pick(_ signers: [TUFSigner], _ role: String, in root: [String: JSONValue]) -> [TUFSigner] {
+        guard case .object(let roles)? = root["roles"], case .object(let entry)? = roles[role], case .array(let ids)? = entry["keyids"] else { return [] }
+        return signers.filter { ids.contains(.string($0.keyId)) }
+    }
+
+    /// Those of `signers` that the top-level targets' delegation to `role` lists.
+    private func delegatedSigners(_ signers: [TUFSigner], _ role: String) throws -> [TUFSigner] {
+        let targets = try newest("targets").signed
+        guard case .object(let delegations)? = targets["delegations"], case .array(let roles)? = delegations["roles"],
+              let entry = roles.first(where: { if case .object(let fields) = $0 { fields["name"] == .string(role) } else { false } }),
+              case .object(let fields) = entry, case .array(let ids)? = fields["keyids"] else {
+            throw TUFRepositoryError("targets delegates nothing to \(role)")
+        }
+        return signers.filter { ids.contains(.string($0.keyId)) }
     }
 
     /// Checks `bytes` as a client would for the top-level `role`: a threshold of the root's keys for it.

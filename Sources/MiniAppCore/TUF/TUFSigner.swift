@@ -29,6 +29,33 @@ package final class TUFSigner: @unchecked Sendable {
 
     private init(key: OpaquePointer) throws(Failure) {
         self.key = key
+        do {
+            (kind, publicKey) = try Self.describe(key)
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
+        self.keyId = CanonicalJSON.encode(publicKey).map { SHA256Digest.hash($0).hexString } ?? ""
+    }
+
+    /// The public key in `pem` (a public key block, or a private key whose public half is meant) as
+    /// metadata lists it.
+    package static func publicKey(pem: String) throws(Failure) -> JSONValue {
+        let bytes = Array(pem.utf8)
+        let read: (OpaquePointer) -> OpaquePointer? = pem.contains("PRIVATE KEY")
+            ? { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) } : { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) }
+        let parsed: OpaquePointer? = bytes.withUnsafeBytes { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return read(bio)
+        }
+        guard let parsed else { throw Failure("it is not a PEM key (\(OpenSSLError.drain()))") }
+        defer { EVP_PKEY_free(parsed) }
+        return try describe(parsed).publicKey
+    }
+
+    /// The kind of `key` and its public half as metadata lists it.
+    private static func describe(_ key: OpaquePointer) throws(Failure) -> (kind: Kind, publicKey: JSONValue) {
         let kind: Kind
         let publicValue: String
         switch EVP_PKEY_get_base_id(key) {
@@ -36,27 +63,19 @@ package final class TUFSigner: @unchecked Sendable {
             var raw = [UInt8](repeating: 0, count: 32)
             var length = 32
             guard EVP_PKEY_get_raw_public_key(key, &raw, &length) == 1, length == 32 else {
-                EVP_PKEY_free(key)
                 throw Failure("the Ed25519 key's public half cannot be read (\(OpenSSLError.drain()))")
             }
             kind = .ed25519
             publicValue = raw.hexString
         case EVP_PKEY_EC:
-            guard (try? PublicKey.uncompressedPoint(of: key)) != nil else {
-                EVP_PKEY_free(key)
-                throw Failure("an ECDSA key must be on P-256")
-            }
+            guard (try? PublicKey.uncompressedPoint(of: key)) != nil else { throw Failure("an ECDSA key must be on P-256") }
             kind = .ecdsa
-            publicValue = Self.publicPEM(key)
+            publicValue = publicPEM(key)
         case EVP_PKEY_RSA:
-            guard EVP_PKEY_get_bits(key) >= 2048 else {
-                EVP_PKEY_free(key)
-                throw Failure("an RSA key must have 2048 bits or more")
-            }
+            guard EVP_PKEY_get_bits(key) >= 2048 else { throw Failure("an RSA key must have 2048 bits or more") }
             kind = .rsa
-            publicValue = Self.publicPEM(key)
+            publicValue = publicPEM(key)
         default:
-            EVP_PKEY_free(key)
             throw Failure("the key is not Ed25519, ECDSA P-256 or RSA")
         }
         let scheme = switch kind {
@@ -64,12 +83,9 @@ package final class TUFSigner: @unchecked Sendable {
         case .ecdsa: TUFKey.Scheme.ecdsaP256
         case .rsa: TUFKey.Scheme.rsaPSS
         }
-        let document = JSONValue.object([
+        return (kind, .object([
             "keytype": .string(kind.rawValue), "scheme": .string(scheme.rawValue), "keyval": .object(["public": .string(publicValue)]),
-        ])
-        self.kind = kind
-        self.publicKey = document
-        self.keyId = CanonicalJSON.encode(document).map { SHA256Digest.hash($0).hexString } ?? ""
+        ]))
     }
 
     deinit {
