@@ -15,6 +15,10 @@ public struct PublishRequest: Sendable {
     public var preview: Bool
     /// The signing key.
     public var key: SigningKey
+    /// When the registry keeps a TUF repository: keys that sign its roles, each role signed by those it
+    /// lists (the targets role, or the role the targets delegate the app to, then the snapshot and the
+    /// timestamp).
+    package var tufSigners: [TUFSigner] = []
 
     /// A request with the given values.
     public init(source: String, appId: String, versionTag: String, versionId: String? = nil, displayName: String? = nil, preview: Bool = false, key: SigningKey) {
@@ -63,6 +67,9 @@ public struct RegistryPublisher: Sendable {
         guard !request.versionTag.isEmpty, request.versionTag.count <= 64,
               request.versionTag.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {
             throw RegistryError.invalidVersionTag(request.versionTag)
+        }
+        if TUFRepository(folder: registry.root + "/tuf").exists, request.tufSigners.isEmpty {
+            throw TUFRepositoryError("the registry keeps a TUF repository: publishing needs the keys that sign its targets, snapshot and timestamp")
         }
         let staging = registry.root + "/.staging/" + UUID().uuidString
         do {
@@ -114,6 +121,7 @@ public struct RegistryPublisher: Sendable {
         let keyId = entry.publicKeyId
         let target = registry.versionDirectory(request.appId, versionId)
         if FileManager.default.fileExists(atPath: target) { throw RegistryError.versionExists(appId: request.appId, versionId: versionId) }
+        try addToTUF(entry, of: request, zip: version + "/bundle.zip")
         let keyPath = registry.root + "/keys/" + keyId + ".json"
         if !FileManager.default.fileExists(atPath: keyPath) {
             let publicKey = request.key.publicKey
@@ -140,6 +148,20 @@ public struct RegistryPublisher: Sendable {
             throw Self.ioError(registry.root + "/.generation")
         }
         return PublishResult(id: request.appId, versionId: versionId, versionTag: request.versionTag, keyId: keyId, previewCode: previewCode)
+    }
+
+    /// Lists the version's zip as a target of the registry's TUF repository, when it keeps one: the
+    /// path `<app-id>/<version-id>/bundle.zip`, in the role the targets delegate the app to when they
+    /// do, with the app id, version id and tag (and whether it is a preview) as its custom fields.
+    private func addToTUF(_ entry: RegistryVersion, of request: PublishRequest, zip: String) throws {
+        let tuf = TUFRepository(folder: registry.root + "/tuf")
+        guard tuf.exists else { return }
+        var custom: [String: JSONValue] = [
+            "appId": .string(request.appId), "versionId": .string(entry.versionId), "versionTag": .string(entry.versionTag),
+        ]
+        if entry.preview { custom["preview"] = .bool(true) }
+        let role = try tuf.delegatedRoleNames().contains(request.appId) ? request.appId : "targets"
+        try tuf.addTarget(TUFRepository.targetPath(appId: request.appId, versionId: entry.versionId), file: zip, custom: .object(custom), role: role, signers: request.tufSigners)
     }
 
     private func prepareRegistry() throws {

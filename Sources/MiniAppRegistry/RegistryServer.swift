@@ -89,6 +89,9 @@ public struct RegistryServer: Sendable {
     public var limits: ServerLimits
     /// Where the registry's files are read and its lists made; it stays the caller's to shut down.
     public var executor: BlockingExecutor
+    /// When the registry keeps a TUF repository: the online key(s) the root lists for the timestamp
+    /// alone, with which the server signs the timestamp again once half its lifetime has passed.
+    package var tufTimestampSigners: [TUFSigner] = []
 
     /// A server for `registry` on `host:port` (port 0 picks a free one), reading its files on `executor`.
     public init(
@@ -111,6 +114,8 @@ public struct RegistryServer: Sendable {
     /// ``ServerLimits/shutdownGrace``, then closes what is left and returns.
     public func run(onListening: @escaping @Sendable (URL) async -> Void = { _ in }) async throws {
         guard registry.exists else { throw RegistryError.notARegistry(path: registry.root, reason: "it has no \(Registry.marker)") }
+        let resigner = try startTimestampSigning()
+        defer { resigner?.cancel() }
         let bound = NIOLockedValueBox(port)
         let responder = RegistryResponder(server: self, files: FileIO(threadPool: executor.threadPool), listings: ListingCache(executor: executor), boundPort: bound)
         let host = self.host
@@ -189,6 +194,10 @@ struct RegistryResponder: HTTPResponder {
         let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         if segments.count == 4, segments[0] == "files", segments[1].hasPrefix("min-"), segments[2].hasPrefix("ver-"), segments[3] == "bundle.zip" {
             return try await zip(appId: String(segments[1].dropFirst(4)), versionId: String(segments[2].dropFirst(4)), request: request, context: context)
+        }
+        // The TUF repository's files, as any static server serves them: public, like the zips.
+        if segments.count >= 3, segments[0] == "tuf", segments[1] == "metadata" || segments[1] == "targets" {
+            return try await tufFile(segments, request: request, context: context)
         }
         if let key = server.subscriptionKey {
             let given = request.headers[HTTPField.Name("apiKey")!] ?? ""
@@ -334,6 +343,32 @@ struct RegistryResponder: HTTPResponder {
         }
         let host: PreviewHost? = server.projectId.map { PreviewHost(id: $0, subscriptionKey: server.subscriptionKey) }
         return Self.json(.ok, PreviewDocument(miniapp: registry.record(app, version), host: host))
+    }
+
+    /// A file of the registry's TUF repository (`tuf/metadata/...`, `tuf/targets/...`), as it is on disk:
+    /// only the registry's own regular files, never through a link. Every file but `timestamp.json` is
+    /// named by its version or hash and never changes.
+    private func tufFile(_ segments: [String], request: Request, context: BasicRequestContext) async throws -> Response {
+        guard segments.allSatisfy({ $0 != "." && $0 != ".." && !$0.utf8.contains(0) }) else { return Self.error(.notFound, "no such file") }
+        let path = registry.root + "/" + segments.joined(separator: "/")
+        let registry = self.registry
+        let size = try await server.executor.run { () -> Int? in
+            guard registry.regularFile(path) else { return nil }
+            let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard descriptor >= 0 else { return nil }
+            defer { close(descriptor) }
+            var info = stat()
+            return fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int(info.st_size) : nil
+        }
+        guard let size else { return Self.error(.notFound, "no such file") }
+        let immutable = segments[1] == "targets" || segments.last != "timestamp.json"
+        let headers: HTTPFields = [
+            .contentType: segments[1] == "metadata" ? "application/json" : "application/octet-stream", .contentLength: "\(size)",
+            .cacheControl: immutable ? "public, max-age=31536000, immutable" : "no-cache",
+        ]
+        if request.method == .head || size == 0 { return Response(status: .ok, headers: headers) }
+        let body = try await files.loadFile(path: path, range: 0...(size - 1), context: context)
+        return Response(status: .ok, headers: headers, body: body)
     }
 
     private func zip(appId: String, versionId: String, request: Request, context: BasicRequestContext) async throws -> Response {
@@ -727,5 +762,47 @@ private struct PreviewDocument: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(miniapp, forKey: .miniapp)
         try container.encode(host, forKey: .host)
+    }
+}
+
+extension RegistryServer {
+    /// Starts signing the TUF timestamp again whenever less than half its lifetime is left (checked
+    /// every minute), when the server was given a timestamp key; `nil` otherwise. The key must be one
+    /// the root lists for the timestamp and for no other role: the server holds nothing else.
+    func startTimestampSigning() throws -> Task<Void, Never>? {
+        guard !tufTimestampSigners.isEmpty else { return nil }
+        let repository = TUFRepository(folder: registry.root + "/tuf")
+        guard repository.exists else { throw TUFRepositoryError("\(registry.root) keeps no TUF repository: it has no timestamp to sign") }
+        let root = try repository.newest("root").signed
+        guard case .object(let roles)? = root["roles"] else { throw TUFRepositoryError("the TUF root has no roles", category: .badData) }
+        for signer in tufTimestampSigners {
+            let listed = roles.filter { if case .object(let role) = $0.value, case .array(let ids)? = role["keyids"] { ids.contains(.string(signer.keyId)) } else { false } }
+            guard Array(listed.keys) == ["timestamp"] else {
+                throw TUFRepositoryError("the timestamp key \(signer.keyId) must be one the root lists for the timestamp alone")
+            }
+        }
+        let (signers, executor, lifetime, log, lockPath) = (tufTimestampSigners, executor, repository.lifetimes.timestamp, requestLog, registry.root + "/.lock")
+        return Task {
+            while !Task.isCancelled {
+                do {
+                    let expires = try await executor.run { try repository.timestampExpiry() }
+                    if expires.timeIntervalSinceNow < lifetime / 2 {
+                        let lock = try await FileLock.acquire(lockPath, timeout: .seconds(60), executor: executor) {
+                            CacheError.busy(appId: "registry", versionId: "tuf", waitedSeconds: 60)
+                        }
+                        let version = try await executor.run {
+                            try withExtendedLifetime(lock) {
+                                try repository.resignTimestamp(with: signers)
+                                return try repository.newest("timestamp").version
+                            }
+                        }
+                        log?("signed the TUF timestamp again: version \(version)")
+                    }
+                } catch {
+                    log?("cannot sign the TUF timestamp again: \(error)")
+                }
+                try? await Task.sleep(for: .seconds(60))
+            }
+        }
     }
 }

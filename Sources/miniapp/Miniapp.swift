@@ -18,6 +18,7 @@ struct Miniapp: AsyncParsableCommand {
         subcommands: [
             ListCommand.self, InfoCommand.self, ManifestCommand.self, DownloadCommand.self, InstallCommand.self,
             LoadCommand.self, CacheCommand.self, PermissionsCommand.self, KeygenCommand.self, SignCommand.self, PublishCommand.self, ServeCommand.self,
+            TUFCommand.self,
             RunCommand.self, DevCommand.self,
         ]
     )

@@ -178,20 +178,27 @@ struct PublishCommand: AsyncParsableCommand {
     @Flag(help: "Only preview mode sees the version; prints a preview code.")
     var preview = false
 
+    @Option(name: .customLong("tuf-key"), help: "When the registry keeps a TUF repository: a PEM key that signs it (repeatable; the targets or the app's delegated key, the snapshot key, the timestamp key).")
+    var tufKeys: [String] = []
+
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
         let signingKey = try readSigningKey(key)
+        if tufKeys.isEmpty, TUFRepository(folder: KeyFiles.absolute(registry) + "/tuf").exists {
+            throw ValidationError("\(registry) keeps a TUF repository: give --tuf-key for its targets (or the app's delegated role), snapshot and timestamp")
+        }
+        let tufSigners = try tufKeys.map(readTUFSigner)
         let limits = try ConfigurationLoader().load(reading: .limits).extraction
         // `publish` installs nothing, so it needs no runtime.
-        let result = try await withOwnExecutor { executor in
-            try await RegistryPublisher(registry: Registry(root: KeyFiles.absolute(registry)), executor: executor, limits: limits)
-                .publish(PublishRequest(
-                    source: source, appId: appId, versionTag: versionTag, versionId: versionId,
-                    displayName: displayName, preview: preview, key: signingKey
-                ))
+        var request = PublishRequest(
+            source: source, appId: appId, versionTag: versionTag, versionId: versionId, displayName: displayName, preview: preview, key: signingKey
+        )
+        request.tufSigners = tufSigners
+        let result = try await withOwnExecutor { [request] executor in
+            try await RegistryPublisher(registry: Registry(root: KeyFiles.absolute(registry)), executor: executor, limits: limits).publish(request)
         }
         if output.json {
             try Console.json(result)
@@ -257,6 +264,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "No request log.")
     var quiet = false
 
+    @Option(name: .customLong("tuf-timestamp-key"), help: "When the registry keeps a TUF repository: its online timestamp key (PEM), to sign the timestamp again before it expires.")
+    var tufTimestampKey: String?
+
     /// `--public-url` as a URL: http or https, with a host, and no query, fragment or user info.
     var parsedPublicURL: URL? {
         guard let publicURL, let components = URLComponents(string: publicURL), ["http", "https"].contains(components.scheme?.lowercased() ?? ""),
@@ -282,14 +292,16 @@ struct ServeCommand: AsyncParsableCommand {
         if !quiet {
             log = { line in Console.standardError(line) }
         }
+        let timestampSigners = try tufTimestampKey.map { [try readTUFSigner($0)] } ?? []
         // `serve` runs no mini-app, so it needs no runtime.
         try await withOwnExecutor { executor in
-            let server = RegistryServer(
+            var server = RegistryServer(
                 registry: Registry(root: KeyFiles.absolute(registry)), executor: executor, host: host, port: port,
                 projectId: projectId, subscriptionKey: subscriptionKey, publicURL: parsedPublicURL,
                 limits: ServerLimits(idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: connectionLimit, shutdownGrace: .milliseconds(Int64(shutdownGrace * 1000)), sendTimeout: .milliseconds(Int64(sendTimeout * 1000))),
                 requestLog: log
             )
+            server.tufTimestampSigners = timestampSigners
             try await server.run { (url: URL) async in
                 Console.output("listening on \(url.absoluteString)")
             }
@@ -299,7 +311,7 @@ struct ServeCommand: AsyncParsableCommand {
 
 /// Runs `body` with an executor of the command's own, for a command that needs no runtime, and shuts
 /// it down however `body` ends.
-private func withOwnExecutor<Result: Sendable>(_ body: (BlockingExecutor) async throws -> Result) async throws -> Result {
+func withOwnExecutor<Result: Sendable>(_ body: (BlockingExecutor) async throws -> Result) async throws -> Result {
     let executor = BlockingExecutor()
     do {
         let result = try await body(executor)

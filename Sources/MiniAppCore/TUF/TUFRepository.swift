@@ -1,11 +1,15 @@
 package import Foundation
 
 /// Why a repository operation was not done; nothing was written.
-package struct TUFRepositoryError: Error, CustomStringConvertible, Equatable {
+package struct TUFRepositoryError: CategorizedError, Equatable {
     package let description: String
+    /// What was wrong: the keys or values given (usage, the default), the repository's own files (bad
+    /// data), or the disk (local I/O).
+    package let category: ErrorCategory
 
-    package init(_ description: String) {
+    package init(_ description: String, category: ErrorCategory = .usage) {
         self.description = description
+        self.category = category
     }
 }
 
@@ -191,7 +195,7 @@ package struct TUFRepository: Sendable {
                 if link(file, destination) != 0 { try Durability.writeAtomically(Data(bytes), to: destination, durable: true) }
             }
         } catch {
-            throw TUFRepositoryError("\(destination) cannot be written: \(error)")
+            throw TUFRepositoryError("\(destination) cannot be written: \(error)", category: .localIO)
         }
         try finish(changes, signers: signers)
     }
@@ -214,6 +218,26 @@ package struct TUFRepository: Sendable {
 
     // MARK: Reading
 
+    /// The target path of a registry version's zip: `<app-id>/<version-id>/bundle.zip`.
+    package static func targetPath(appId: String, versionId: String) -> String {
+        appId + "/" + versionId + "/bundle.zip"
+    }
+
+    /// The names of the roles the top-level targets delegate to.
+    package func delegatedRoleNames() throws -> [String] {
+        guard case .object(let delegations)? = try newest("targets").signed["delegations"], case .array(let roles)? = delegations["roles"] else { return [] }
+        return roles.compactMap { if case .object(let fields) = $0, case .string(let name)? = fields["name"] { name } else { nil } }
+    }
+
+    /// What a status report says: each top-level role's newest version and expiry.
+    package func status() throws -> [(role: String, version: Int, expires: String)] {
+        try Self.topLevelRoles.map { role in
+            let newest = try newest(role)
+            guard case .string(let expires)? = newest.signed["expires"] else { throw TUFRepositoryError("\(role) has no expiry", category: .badData) }
+            return (role, newest.version, expires)
+        }
+    }
+
     /// The newest version of `role`'s metadata: its `signed` object and version.
     package func newest(_ role: String) throws -> (signed: [String: JSONValue], version: Int, bytes: [UInt8]) {
         let name: String
@@ -228,9 +252,9 @@ package struct TUFRepository: Sendable {
             guard let version = versions.max() else { throw TUFRepositoryError("the repository has no \(role) metadata") }
             name = "\(version)\(suffix)"
         }
-        guard let bytes = FileReading.contents(metadataFolder + "/" + name) else { throw TUFRepositoryError("\(metadataFolder)/\(name) cannot be read") }
+        guard let bytes = FileReading.contents(metadataFolder + "/" + name) else { throw TUFRepositoryError("\(metadataFolder)/\(name) cannot be read", category: .localIO) }
         guard let envelope = try? TUFEnvelope(bytes), case .object(let signed) = envelope.signed, let version = TUFSigned.integer(signed["version"]) else {
-            throw TUFRepositoryError("\(metadataFolder)/\(name) is not TUF metadata")
+            throw TUFRepositoryError("\(metadataFolder)/\(name) is not TUF metadata", category: .badData)
         }
         return (signed, version, bytes)
     }
@@ -305,7 +329,7 @@ package struct TUFRepository: Sendable {
             try FileManager.default.createDirectory(atPath: metadataFolder, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: targetsFolder, withIntermediateDirectories: true)
         } catch {
-            throw TUFRepositoryError("\(folder) cannot be written: \(error)")
+            throw TUFRepositoryError("\(folder) cannot be written: \(error)", category: .localIO)
         }
         if let root = changes.root {
             let version = (try? TUFSigned(TUFEnvelope(root), role: "root", type: "root").version) ?? 1
@@ -394,7 +418,7 @@ package struct TUFRepository: Sendable {
         do {
             try Durability.writeAtomically(Data(bytes), to: path, durable: true)
         } catch {
-            throw TUFRepositoryError("\(path) cannot be written: \(error)")
+            throw TUFRepositoryError("\(path) cannot be written: \(error)", category: .localIO)
         }
     }
 

@@ -11,8 +11,10 @@ package final class TUFSigner: @unchecked Sendable {
     }
 
     /// Why a key cannot be made, read or used.
-    package struct Failure: Error, CustomStringConvertible, Equatable {
+    package struct Failure: CategorizedError, Equatable {
         package let description: String
+        /// A key given that cannot be used is the caller's to fix.
+        package var category: ErrorCategory { .usage }
 
         package init(_ description: String) {
             self.description = description
@@ -126,6 +128,9 @@ package final class TUFSigner: @unchecked Sendable {
     package var pem: String {
         Self.write(key) { bio, key in PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil) }
     }
+
+    /// The public key as a PEM block (SubjectPublicKeyInfo), for whoever lists it in metadata.
+    package var publicPEM: String { Self.publicPEM(key) }
 
     /// This key's signature of `message` under its scheme (RSA-PSS with a salt as long as the digest,
     /// as securesystemslib signs).

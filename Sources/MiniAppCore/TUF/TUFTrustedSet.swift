@@ -3,7 +3,7 @@ internal import CMiniAppOpenSSL
 
 /// Why metadata is not trusted: the role and the check that failed, in one line. Every one is a
 /// security failure; nothing it concerns is used.
-package struct TUFError: Error, Equatable, CustomStringConvertible {
+package struct TUFError: CategorizedError, Equatable {
     package let role: String
     package let check: String
 
@@ -11,6 +11,9 @@ package struct TUFError: Error, Equatable, CustomStringConvertible {
         self.role = role
         self.check = check
     }
+
+    /// A security failure: the update channel's metadata or a target is not to be trusted.
+    package var category: ErrorCategory { .badData }
 
     /// `TUF <role> metadata: <check>`, or `TUF target <path>: <check>` for a target file.
     package var description: String { role.hasPrefix("target ") ? "TUF \(role): \(check)" : "TUF \(role) metadata: \(check)" }
