@@ -39,6 +39,12 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .customLong(SettingDeclaration.permissionStore.longName), help: ArgumentHelp(SettingDeclaration.permissionStore.help))
     var permissionStore: String?
 
+    @Option(name: .customLong(SettingDeclaration.tufRoot.longName), help: ArgumentHelp(SettingDeclaration.tufRoot.help))
+    var tufRoot: String?
+
+    @Option(name: .customLong(SettingDeclaration.tufMetadata.longName), help: ArgumentHelp(SettingDeclaration.tufMetadata.help))
+    var tufMetadata: String?
+
     @Flag(help: "Print one JSON document on stdout.")
     var json = false
 
@@ -67,6 +73,8 @@ struct CommandSettings: Equatable, Sendable {
     let offline: Bool
     let noDelta: Bool
     let permissionStore: String?
+    let tufRoot: String?
+    let tufMetadata: String?
     let json: Bool
     let verbose: Bool
     let quiet: Bool
@@ -90,7 +98,7 @@ extension GlobalOptions: CommandOptions {
         CommandSettings(
             platform: platform, projectId: projectId, subscriptionKey: subscriptionKey, preview: preview, cacheDir: cacheDir,
             signaturePolicy: signaturePolicy, lang: lang, offline: offline, noDelta: noDelta, permissionStore: permissionStore,
-            json: json, verbose: verbose, quiet: quiet
+            tufRoot: tufRoot, tufMetadata: tufMetadata, json: json, verbose: verbose, quiet: quiet
         )
     }
 }
@@ -102,7 +110,8 @@ extension CommandOptions {
         return ConfigurationOverrides(
             platform: settings.platform, projectId: settings.projectId, subscriptionKey: settings.subscriptionKey,
             preview: settings.preview ? true : nil, cacheDirectory: settings.cacheDir, signaturePolicy: settings.signaturePolicy,
-            language: settings.lang, offline: settings.offline ? true : nil, delta: settings.noDelta ? false : nil, permissionStore: settings.permissionStore
+            language: settings.lang, offline: settings.offline ? true : nil, delta: settings.noDelta ? false : nil, permissionStore: settings.permissionStore,
+            tufRoot: settings.tufRoot, tufMetadata: settings.tufMetadata
         )
     }
 

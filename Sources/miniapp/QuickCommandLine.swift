@@ -81,7 +81,8 @@ enum QuickCommandLine {
             subscriptionKey: line.option(Setting.subscriptionKey.flag), preview: line.flag(Setting.preview.flag),
             cacheDir: line.option(Setting.cacheDir.flag), signaturePolicy: line.option(Setting.signaturePolicy.flag),
             lang: line.option(Setting.lang.flag), offline: line.flag(Setting.offline.flag), noDelta: line.flag(Setting.delta.flag),
-            permissionStore: line.option(Setting.permissionStore.flag), json: line.flag("--json"), verbose: line.flag("--verbose"), quiet: line.flag("--quiet")
+            permissionStore: line.option(Setting.permissionStore.flag), tufRoot: line.option(Setting.tufRoot.flag),
+            tufMetadata: line.option(Setting.tufMetadata.flag), json: line.flag("--json"), verbose: line.flag("--verbose"), quiet: line.flag("--quiet")
         )
         return (try? settings.validate()) != nil ? settings : nil
     }

@@ -105,27 +105,33 @@ extension PythonTUF {
 }
 
 extension PythonTUF {
-    /// Runs python-tuf's `ngclient.Updater` against the repository folder `repository` (its
-    /// `metadata/` and `targets/`, served over HTTP on 127.0.0.1 by Python's own server), with its
-    /// metadata kept in `client` (first trusting `metadata/1.root.json`), and downloads each of `targets`
-    /// into `downloads`. Returns a line per target: `<path> <contents> <custom as JSON>`, or
-    /// `missing <path>`; throws with python-tuf's error when the refresh or a download fails.
-    public static func ngclient(repository: String, client: String, downloads: String, targets: [String]) async throws -> [String] {
+    /// Runs python-tuf's `ngclient.Updater` against a TUF repository: the folder `repository` (its
+    /// `metadata/` and `targets/`, served over HTTP on 127.0.0.1 by Python's own server), or the one at
+    /// `base` (`<base>/metadata/`, `<base>/targets/`). Its metadata is kept in `client`, first trusting
+    /// `trusting` (by default the folder's `metadata/1.root.json`); each of `targets` is downloaded into
+    /// `downloads`. Returns a line per target: `<path> <contents, escaped as Python's unicode_escape> <custom as JSON>`, or `missing <path>`;
+    /// throws with python-tuf's error when the refresh or a download fails.
+    public static func ngclient(
+        repository: String? = nil, base: String? = nil, client: String, downloads: String, targets: [String], trusting: String? = nil
+    ) async throws -> [String] {
+        guard let root = trusting ?? repository.map({ $0 + "/metadata/1.root.json" }) else { return [] }
         let output = try await run("""
             import functools, json, os, shutil, sys, threading
             from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
             from tuf.ngclient import Updater
-            repository, client, downloads, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+            repository, base, root, client, downloads, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
             class Quiet(SimpleHTTPRequestHandler):
                 def log_message(self, *args):
                     pass
-            server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=repository))
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-            base = f"http://127.0.0.1:{server.server_address[1]}"
+            server = None
+            if repository:
+                server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=repository))
+                threading.Thread(target=server.serve_forever, daemon=True).start()
+                base = f"http://127.0.0.1:{server.server_address[1]}"
             os.makedirs(client, exist_ok=True)
             os.makedirs(downloads, exist_ok=True)
             if not os.path.exists(f"{client}/root.json"):
-                shutil.copy(f"{repository}/metadata/1.root.json", f"{client}/root.json")
+                shutil.copy(root, f"{client}/root.json")
             updater = Updater(client, f"{base}/metadata/", downloads, f"{base}/targets/", bootstrap=None)
             updater.refresh()
             for name in names:
@@ -134,9 +140,11 @@ extension PythonTUF {
                     print("missing", name)
                     continue
                 path = updater.download_target(info)
-                print(name, open(path, "rb").read().decode(), json.dumps(info.custom, sort_keys=True))
-            server.shutdown()
-            """, [repository, client, downloads] + targets)
+                contents = open(path, "rb").read().decode("latin-1").encode("unicode_escape").decode()
+                print(name, contents, json.dumps(info.custom, sort_keys=True))
+            if server:
+                server.shutdown()
+            """, [repository ?? "", base ?? "", root, client, downloads] + targets)
         return output.split(separator: "\n").map(String.init)
     }
 }

@@ -27,11 +27,12 @@ struct QuickCommandLineTests {
         let arguments = [
             "download", "app-1", "--version", "v2", "--force", "--platform", "http://h/", "--project-id", "p", "--subscription-key", "k",
             "--preview", "--cache-dir", "/c", "--signature-policy", "advisory", "--lang", "ja", "--offline", "--no-delta",
-            "--permission-store", "/s.sqlite", "--json", "--verbose",
+            "--permission-store", "/s.sqlite", "--tuf-root", "/r.json", "--tuf-metadata", "http://h/tuf/", "--json", "--verbose",
         ]
         let settings = CommandSettings(
             platform: "http://h/", projectId: "p", subscriptionKey: "k", preview: true, cacheDir: "/c", signaturePolicy: "advisory",
-            lang: "ja", offline: true, noDelta: true, permissionStore: "/s.sqlite", json: true, verbose: true, quiet: false
+            lang: "ja", offline: true, noDelta: true, permissionStore: "/s.sqlite", tufRoot: "/r.json", tufMetadata: "http://h/tuf/",
+            json: true, verbose: true, quiet: false
         )
         let expected = QuickCommandLine.Command.download(AppTarget(appId: "app-1", versionId: "v2", previewCode: nil), force: true, settings)
         #expect(QuickCommandLine.command(arguments) == expected)

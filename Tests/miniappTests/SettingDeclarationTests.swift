@@ -31,6 +31,8 @@ struct SettingDeclarationTests {
         "offline": Sample(flagValue: nil, variable: "yes", json: "true"),
         "delta": Sample(flagValue: nil, variable: "0", json: "false"),
         "permissionStore": Sample(flagValue: folder + "/store.sqlite", variable: folder + "/store.sqlite", json: #""\#(folder)/store.sqlite""#),
+        "tufRoot": Sample(flagValue: folder + "/root.json", variable: folder + "/root.json", json: #""\#(folder)/root.json""#),
+        "tufMetadata": Sample(flagValue: "https://cdn.example/tuf/metadata/", variable: "https://cdn.example/tuf/metadata/", json: #""https://cdn.example/tuf/metadata/""#),
     ]
 
     @Test(arguments: SettingDeclaration.all.map(\.key))

@@ -24,13 +24,20 @@ public struct ConfigurationOverrides: Sendable, Equatable {
     public var delta: Bool?
     /// `--permission-store`: a SQLite file path or a `postgres://` URL.
     public var permissionStore: String?
+    /// `--tuf-root`: a file holding a trusted root of the platform's TUF repository.
+    public var tufRoot: String?
+    /// `--tuf-metadata`: the URL or folder of the platform's TUF metadata.
+    public var tufMetadata: String?
 
     /// Overrides with the given values.
     public init(
         platform: String? = nil, projectId: String? = nil, subscriptionKey: String? = nil,
         preview: Bool? = nil, cacheDirectory: String? = nil, signaturePolicy: String? = nil,
-        language: String? = nil, offline: Bool? = nil, delta: Bool? = nil, permissionStore: String? = nil
+        language: String? = nil, offline: Bool? = nil, delta: Bool? = nil, permissionStore: String? = nil,
+        tufRoot: String? = nil, tufMetadata: String? = nil
     ) {
+        self.tufRoot = tufRoot
+        self.tufMetadata = tufMetadata
         self.delta = delta
         self.permissionStore = permissionStore
         self.platform = platform
@@ -73,15 +80,17 @@ package struct ConfigurationSettings: OptionSet, Sendable, Hashable {
     package static let lockTimeout = Self(rawValue: 1 << 13)
     /// `permissionStoreTimeouts`.
     package static let permissionStoreTimeouts = Self(rawValue: 1 << 14)
+    /// `tufRoot` and `tufMetadata`.
+    package static let updateChannel = Self(rawValue: 1 << 15)
 
     /// What talking to the platform reads.
     package static let platformAccess: Self = [.platform, .projectId, .subscriptionKey, .preview, .offline, .network, .language]
     /// What opening the permission store reads.
     package static let permissions: Self = [.permissionStore, .permissionStoreTimeouts, .lockTimeout]
     /// What downloading, checking and installing a bundle reads.
-    package static let installing: Self = [.platformAccess, .delta, .signaturePolicy, .limits, .retention, .trust, .lockTimeout]
+    package static let installing: Self = [.platformAccess, .delta, .signaturePolicy, .limits, .retention, .trust, .lockTimeout, .updateChannel]
     /// Every setting.
-    package static let all = Self(rawValue: (1 << 15) - 1)
+    package static let all = Self(rawValue: (1 << 16) - 1)
 }
 
 /// Builds a ``MiniAppConfiguration`` from the command line, then `MINIAPP_*` variables, then the
@@ -189,6 +198,26 @@ public struct ConfigurationLoader: Sendable {
                 // The value may hold a password: it is never repeated.
                 guard case .invalidLocation(let reason) = error else { throw .invalidValue(setting: "permission store", source: store.source, value: "(hidden)", expected: error.description) }
                 throw .invalidValue(setting: "permission store", source: store.source, value: "(hidden)", expected: "\(reason); use a file path or postgres://user[:password]@host[:port]/database[?sslmode=...]")
+            }
+        }
+        if let root = try lookup.string(.tufRoot, override: overrides.tufRoot) {
+            guard !root.value.isEmpty else {
+                throw .invalidValue(setting: "TUF root", source: root.source, value: "", expected: "the path is empty; give the file holding the trusted root")
+            }
+            configuration.tufRoot = absolute(root.value)
+        }
+        if let metadata = try lookup.string(.tufMetadata, override: overrides.tufMetadata) {
+            let lowered = metadata.value.lowercased()
+            if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
+                guard let url = URL(string: metadata.value), url.host?.isEmpty == false, url.query == nil, url.fragment == nil, url.user == nil else {
+                    throw .invalidValue(setting: "TUF metadata", source: metadata.source, value: metadata.value, expected: "use an http:// or https:// URL (no query, fragment or credentials) or a folder")
+                }
+                configuration.tufMetadata = metadata.value
+            } else {
+                guard !metadata.value.isEmpty, !metadata.value.contains("://") else {
+                    throw .invalidValue(setting: "TUF metadata", source: metadata.source, value: metadata.value, expected: "use an http:// or https:// URL or a folder")
+                }
+                configuration.tufMetadata = absolute(metadata.value)
             }
         }
         configuration.network = try lookup.networkSettings()
@@ -299,6 +328,7 @@ private struct SettingLookup {
         "permissionStore": .permissionStore, "retry": .network, "timeouts": .network, "maxResponseBytes": .network,
         "limits": .limits, "retention": .retention, "trustedKeys": .trust, "keyCacheSeconds": .trust,
         "lockTimeoutSeconds": .lockTimeout, "permissionStoreTimeouts": .permissionStoreTimeouts,
+        "tufRoot": .updateChannel, "tufMetadata": .updateChannel,
     ]
 
     /// Whether the top-level config file key `key` (and its flag and variable) is to be read.

@@ -146,6 +146,13 @@ public struct MiniAppConfiguration: Sendable, Equatable, CustomStringConvertible
     public var permissionStore: PermissionStoreLocation?
     /// How long a PostgreSQL permission store may take to connect and to answer each statement.
     public var permissionStoreTimeouts = PermissionStoreTimeouts()
+    /// A file holding a trusted root of the platform's TUF repository. When set, every version taken
+    /// from the platform is checked through The Update Framework's client workflow first (see
+    /// <doc:TrustingTheUpdateChannel>), and its zip against the length and hashes TUF lists.
+    public var tufRoot: String?
+    /// Where the platform's TUF metadata is, a URL or a folder; `nil` for `tuf/metadata/` beside the
+    /// platform (under its base URL, or in its registry folder).
+    public var tufMetadata: String?
 
     /// The permission store this configuration uses.
     public var permissionStoreLocation: PermissionStoreLocation {

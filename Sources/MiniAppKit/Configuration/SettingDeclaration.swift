@@ -60,6 +60,15 @@ extension SettingDeclaration {
         help: "Where permission decisions live: a SQLite file, or postgres://user[:password]@host[:port]/database[?sslmode=...] (default: <cache-dir>/permissions.sqlite)."
     )
 
+    package static let tufRoot = Self(
+        key: "tufRoot", variable: "MINIAPP_TUF_ROOT", flag: "--tuf-root", takesValue: true,
+        help: "A file holding a trusted root of the platform's TUF repository: every update is then checked through TUF."
+    )
+    package static let tufMetadata = Self(
+        key: "tufMetadata", variable: "MINIAPP_TUF_METADATA", flag: "--tuf-metadata", takesValue: true,
+        help: "Where the platform's TUF metadata is: a URL or a folder (default: tuf/metadata beside the platform)."
+    )
+
     /// Every setting given all three ways, in the order `--help` lists their flags.
-    package static let all: [Self] = [platform, projectId, subscriptionKey, preview, cacheDir, signaturePolicy, lang, offline, delta, permissionStore]
+    package static let all: [Self] = [platform, projectId, subscriptionKey, preview, cacheDir, signaturePolicy, lang, offline, delta, permissionStore, tufRoot, tufMetadata]
 }

@@ -29,6 +29,8 @@ public final class BundleInstaller: Sendable {
     /// Deletions still running, which ``shutdown()`` waits for.
     let background: BackgroundWork
     let logger: Logger
+    /// The platform's TUF repository, when a trusted root is configured: every version is checked against it.
+    let updateChannel: UpdateChannel?
     /// What the installer's observers hear of its installs.
     private let installEvents = Broadcast<InstallEvent>(buffered: 256)
 
@@ -98,6 +100,7 @@ public final class BundleInstaller: Sendable {
             platform: self.platform
         )
         self.permissions = permissions
+        self.updateChannel = self.platform == nil ? nil : UpdateChannel.make(configuration, transport: transport, executor: executor, logger: logger)
     }
 
     /// Closes what the installer made itself (its download connections, the platform when it opened it,
@@ -130,7 +133,20 @@ public final class BundleInstaller: Sendable {
         if versionId == nil, platform != nil {
             (downgrade, remembered) = try await checkLatest(appId: appId, target, allowDowngrade: allowDowngrade)
         }
-        let outcome = try await ensure(appId: appId, versionId: target.versionId, versionTag: target.versionTag, force: force, downgrade: downgrade, progress: progress)
+        var force = force
+        var trusted: TUFTarget?
+        if let updateChannel {
+            let listed = try await updateChannel.target(appId: appId, versionId: target.versionId, versionTag: target.versionTag)
+            trusted = listed
+            // A cached copy of another zip than the one TUF lists is not reused: the version is fetched again.
+            let cache = self.cache
+            if !force, let cached = try await executor.run({ cache.record(appId: appId, versionId: target.versionId)?.sha256 }), cached != listed.hashes["sha256"] {
+                force = true
+            }
+        }
+        let outcome = try await ensure(
+            appId: appId, versionId: target.versionId, versionTag: target.versionTag, force: force, downgrade: downgrade, trusted: trusted, progress: progress
+        )
         // Remembered once the version is in place: a command that fails leaves the cache as it was.
         if !remembered { await remember(target, appId: appId, allowed: downgrade) }
         return await pruneIfAutomatic(after: outcome)
@@ -370,7 +386,8 @@ public final class BundleInstaller: Sendable {
     /// version, in this process or in others, meet at the version's lock: the second finds the first's
     /// result under it and reuses it.
     private func ensure(
-        appId: String, versionId: String, versionTag: String?, force: Bool, downgrade: Downgrade = .check, progress: (@Sendable (DownloadProgress) -> Void)?
+        appId: String, versionId: String, versionTag: String?, force: Bool, downgrade: Downgrade = .check, trusted: TUFTarget? = nil,
+        progress: (@Sendable (DownloadProgress) -> Void)?
     ) async throws -> InstallOutcome {
         let cache = self.cache
         let logger = self.logger
@@ -399,7 +416,9 @@ public final class BundleInstaller: Sendable {
                 logger.warning("kept zip cannot repair the version; downloading it again", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)", "reason": "\(error.description)"])
             }
         }
-        return try await installFromPlatform(appId: appId, versionId: versionId, versionTag: versionTag, force: force, downgrade: downgrade, progress: progress)
+        return try await installFromPlatform(
+            appId: appId, versionId: versionId, versionTag: versionTag, force: force, downgrade: downgrade, trusted: trusted, progress: progress
+        )
     }
 
     /// A cached copy of a version, as ``ensure(appId:versionId:versionTag:force:progress:)`` finds it first.
@@ -428,7 +447,7 @@ public final class BundleInstaller: Sendable {
     /// do more (offline, a copy missing or damaged, leftovers of killed processes to sweep, automatic
     /// retention): the caller then makes it.
     package func reuseIntactCopyNow(appId: String, versionId: String) -> InstallOutcome? {
-        guard platform != nil else { return nil }
+        guard platform != nil, updateChannel == nil else { return nil }
         return Self.reuseIntactCopy(in: cache, configuration: configuration, appId: appId, versionId: versionId)
     }
 
@@ -439,7 +458,8 @@ public final class BundleInstaller: Sendable {
     package static func reuseIntactCopyNow(
         configuration: MiniAppConfiguration, executor: BlockingExecutor, logger: Logger, appId: String, versionId: String
     ) -> InstallOutcome? {
-        guard !configuration.offline, case .remote? = configuration.platform, configuration.projectId != nil, configuration.trustedKeys.isEmpty else {
+        guard !configuration.offline, case .remote? = configuration.platform, configuration.projectId != nil, configuration.trustedKeys.isEmpty,
+              configuration.tufRoot == nil else {
             return nil
         }
         let cache = BundleCache(
@@ -602,15 +622,21 @@ public final class BundleInstaller: Sendable {
     }
 
     private func installFromPlatform(
-        appId: String, versionId: String, versionTag: String?, force: Bool, downgrade: Downgrade, progress: (@Sendable (DownloadProgress) -> Void)?
+        appId: String, versionId: String, versionTag: String?, force: Bool, downgrade: Downgrade, trusted: TUFTarget?,
+        progress: (@Sendable (DownloadProgress) -> Void)?
     ) async throws -> InstallOutcome {
         try await announcing(appId: appId, versionId: versionId, progress: progress) { progress in
-            try await installFromPlatformTold(appId: appId, versionId: versionId, versionTag: versionTag, force: force, downgrade: downgrade, progress: progress)
+            try await installFromPlatformTold(
+                appId: appId, versionId: versionId, versionTag: versionTag, force: force, downgrade: downgrade, trusted: trusted, progress: progress
+            )
         }
     }
 
+    /// Installs the version from the platform; with `trusted` (its TUF target), the zip must have the
+    /// target's length and SHA-256 before it is unpacked.
     private func installFromPlatformTold(
-        appId: String, versionId: String, versionTag: String?, force: Bool, downgrade: Downgrade, progress: (@Sendable (DownloadProgress) -> Void)?
+        appId: String, versionId: String, versionTag: String?, force: Bool, downgrade: Downgrade, trusted: TUFTarget?,
+        progress: (@Sendable (DownloadProgress) -> Void)?
     ) async throws -> InstallOutcome {
         guard let platform else { throw CacheError.notCached(appId: appId, versionId: versionId) }
         // Hashes and the signature come once the zip does: OpenSSL's set-up overlaps with the requests.
@@ -631,6 +657,7 @@ public final class BundleInstaller: Sendable {
                 tag = latest.version.versionTag
             }
             guard manifest.urls.count == 1 else {
+                if let trusted { throw TUFError("target \(trusted.path)", "the platform lists several files for the version, where TUF lists one zip") }
                 guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
                 let (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
                 let transfer = Transfer(method: .full, fetchedBytes: downloaded.size, reusedBytes: 0)
@@ -726,6 +753,7 @@ public final class BundleInstaller: Sendable {
                 try enforce(outcome)
                 result = (file, outcome, Transfer(method: .full, fetchedBytes: fetched, reusedBytes: 0))
             }
+            if let trusted { try UpdateChannel.check(trusted, size: result.file.size, sha256: result.file.sha256) }
             let files = try await unpack(zip, into: stage, appId: appId, versionId: versionId, keepAs: result.file.sha256.hexString, reuse: reuse)
             let installed = try await finish(
                 stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network,

@@ -1,0 +1,146 @@
+import Foundation
+import MiniAppCore
+import MiniAppTestSupport
+import Testing
+
+/// A registry published with TUF (`miniapp tuf ...`, `publish --tuf-key`) installs through the TUF
+/// workflow from a registry folder, through `serve`, and with its metadata from nginx serving the same
+/// folder; python-tuf's client reads it; each attack is one line and 65 with nothing installed.
+@Suite struct UpdateChannelTests {
+    let work = try! TemporaryDirectory.make().path
+    var registry: String { work + "/registry" }
+    var cache: String { work + "/cache" }
+    var root: String { registry + "/tuf/metadata/1.root.json" }
+    var tufKeys: [String] { ["--tuf-key", work + "/targets.pem", "--tuf-key", work + "/snapshot.pem", "--tuf-key", work + "/timestamp.pem"] }
+
+    func run(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws -> CommandResult {
+        try await CommandRunner.run(arguments)
+    }
+
+    /// Keys for the four roles and the publisher, the repository, and `demo` 1.0.0 as `v100`.
+    func makeRegistry() async throws {
+        for role in ["root", "targets", "snapshot", "timestamp"] {
+            let made = try await run(["tuf", "keygen", "--out", work + "/" + role, "--type", role == "targets" ? "ecdsa" : "ed25519", "-q"])
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+        #expect(try await run(["keygen", "--out", work + "/publisher"]).status == 0)
+        let created = try await run([
+            "tuf", "init", "--registry", registry, "--root-key", work + "/root.pem", "--targets-key", work + "/targets.pem",
+            "--snapshot-key", work + "/snapshot.pem", "--timestamp-key", work + "/timestamp.pem", "--json",
+        ])
+        #expect(created.status == 0, "\(created.stderr)")
+        try await publish("1.0.0", "v100")
+    }
+
+    func publish(_ tag: String, _ versionId: String, keys: [String]? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        var files = BundleFactory.helloFiles
+        files["version.txt"] = tag
+        let published = try await run([
+            "publish", try BundleFactory.folder(files), "--registry", registry, "--app-id", "demo", "--version-tag", tag, "--version-id", versionId,
+            "--key", work + "/publisher.pem",
+        ] + (keys ?? tufKeys))
+        #expect(published.status == 0, "stderr: \(published.stderr)", sourceLocation: sourceLocation)
+    }
+
+    /// Everything in the cache but the TUF metadata and the locks, with each file's bytes.
+    func bundles() -> [String: Data] {
+        var files: [String: Data] = [:]
+        for path in (FileManager.default.enumerator(atPath: cache)?.allObjects as? [String] ?? []) where !path.hasPrefix("locks") && !path.hasPrefix("tuf") {
+            files[path] = FileManager.default.contents(atPath: cache + "/" + path) ?? Data()
+        }
+        return files
+    }
+
+    /// Runs `miniapp` under faketime, `offset` from now (`-3d`).
+    func runAt(_ offset: String, _ arguments: [String]) async throws -> Int32 {
+        let child = try ChildProcess("/usr/bin/faketime", ["-f", offset, CommandRunner.executable.path] + arguments, stdout: .null, stderr: .null)
+        return await child.exited()
+    }
+
+    @Test func aRegistryWithTUFInstallsFromItsFolderThroughServeAndWithNginxServingItsMetadata() async throws {
+        try await makeRegistry()
+        let fromFolder = try await run(["download", "demo", "--platform", registry, "--cache-dir", cache, "--tuf-root", root, "--json"])
+        #expect(fromFolder.status == 0, "\(fromFolder.stderr)")
+        let kept = try FileManager.default.contentsOfDirectory(atPath: cache + "/tuf").first.map { cache + "/tuf/" + $0 } ?? ""
+        #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: kept)) ?? []).isSuperset(of: ["root.json", "timestamp.json", "snapshot.json", "targets.json"]))
+
+        let (server, url, _) = try await startServe(registry, ["--project-id", "p"])
+        defer { server.terminate() }
+        let served = try await run(["download", "demo", "--platform", url.absoluteString, "--project-id", "p", "--cache-dir", work + "/cache2", "--tuf-root", root, "--json"])
+        #expect(served.status == 0, "\(served.stderr)")
+        #expect((try served.json() as? [String: Any])?["versionId"] as? String == "v100")
+
+        // nginx serves the same folder as plain files: the metadata comes from it.
+        let nginx = try await Nginx.start(root: registry)
+        defer { nginx.stop() }
+        let viaNginx = try await run([
+            "download", "demo", "--platform", url.absoluteString, "--project-id", "p", "--cache-dir", work + "/cache3", "--tuf-root", root,
+            "--tuf-metadata", nginx.baseURL + "tuf/metadata/", "--json",
+        ])
+        #expect(viaNginx.status == 0, "\(viaNginx.stderr)")
+        #expect(nginx.requests().contains { $0.contains("GET /tuf/metadata/timestamp.json") })
+
+        // python-tuf's client reads our metadata and downloads our zip, from serve and from nginx.
+        for base in [url.absoluteString, nginx.baseURL] {
+            let folder = try TemporaryDirectory.make().path
+            let lines = try await PythonTUF.ngclient(
+                base: base + "tuf", client: folder + "/metadata", downloads: folder + "/downloads", targets: ["demo/v100/bundle.zip"], trusting: root
+            )
+            #expect(lines.first?.hasPrefix("demo/v100/bundle.zip ") == true && lines.first?.contains(#""versionTag": "1.0.0""#) == true, "\(lines)")
+        }
+    }
+
+    @Test func eachAttackOnTheChannelIsOneLineAnd65WithNothingInstalled() async throws {
+        try await makeRegistry()
+        let common = ["--platform", registry, "--cache-dir", cache, "--tuf-root", root]
+        // A version the platform offers that TUF does not list (published while the repository was away).
+        try FileManager.default.moveItem(atPath: registry + "/tuf", toPath: work + "/tuf-away")
+        try await publish("1.0.1", "v101", keys: [])
+        try FileManager.default.moveItem(atPath: work + "/tuf-away", toPath: registry + "/tuf")
+        expectFailure(try await run(["download", "demo"] + common), status: 65, mentioning: "TUF target demo/v101/bundle.zip: no trusted targets role lists it")
+        #expect(bundles().isEmpty)
+
+        // A zip swapped with one its publisher signed again: the platform's signature verifies, TUF's hash does not.
+        let version = registry + "/apps/demo/versions/v100"
+        let other = try BundleFactory.zip(BundleFactory.helloFiles.merging(["version.txt": "evil"]) { _, new in new })
+        try Data(other).write(to: URL(fileURLWithPath: version + "/bundle.zip"))
+        let signed = try await run(["sign", version + "/bundle.zip", "--version-id", "v100", "--key", work + "/publisher.pem"])
+        var entry = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: version + "/version.json"))) as? [String: Any])
+        entry["signature"] = signed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        entry["sha256"] = SHA256Digest.hash(other).hexString
+        entry["sizeBytes"] = other.count
+        try JSONSerialization.data(withJSONObject: entry).write(to: URL(fileURLWithPath: version + "/version.json"))
+        let swapped = try await run(["download", "demo", "--version", "v100", "--json"] + common)
+        expectFailure(swapped, status: 65, mentioning: "TUF target demo/v100/bundle.zip: the zip")
+        #expect(bundles().isEmpty)
+
+        // A frozen timestamp: signed three days ago for a day.
+        #expect(try await runAt("-3d", ["tuf", "timestamp", "--registry", registry, "--key", work + "/timestamp.pem"]) == 0)
+        expectFailure(try await run(["download", "demo", "--version", "v100"] + common), status: 65, mentioning: "TUF timestamp metadata: it expired (freeze attack?)")
+        #expect(bundles().isEmpty)
+
+        // serve with the timestamp key signs it again at once; a key the root lists for another role is refused.
+        let refused = try await run(["serve", registry, "--port", "0", "--tuf-timestamp-key", work + "/targets.pem"])
+        expectFailure(refused, status: 64, mentioning: "must be one the root lists for the timestamp alone")
+        let (server, _, log) = try await startServe(registry, ["--tuf-timestamp-key", work + "/timestamp.pem"])
+        defer { server.terminate() }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline, !((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("signed the TUF timestamp again") {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("signed the TUF timestamp again: version"))
+        // The swapped zip is still refused; a root rotation is followed, and a delegated publisher signs the next version.
+        expectFailure(try await run(["download", "demo", "--version", "v100"] + common), status: 65, mentioning: "TUF target demo/v100/bundle.zip")
+        #expect(try await run(["tuf", "keygen", "--out", work + "/root2", "-q"]).status == 0)
+        let rotated = try await run([
+            "tuf", "add-key", "--registry", registry, "--role", "root", "--public-key", work + "/root2.pub.pem", "--key", work + "/root.pem", "--key", work + "/root2.pem",
+        ])
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        #expect(try await run(["tuf", "keygen", "--out", work + "/demo-tuf", "--type", "rsa", "-q"]).status == 0)
+        let delegated = try await run(["tuf", "delegate", "--registry", registry, "--app-id", "demo", "--public-key", work + "/demo-tuf.pub.pem"] + tufKeys.map { $0 == "--tuf-key" ? "--key" : $0 })
+        #expect(delegated.status == 0, "\(delegated.stderr)")
+        try await publish("1.0.2", "v102", keys: ["--tuf-key", work + "/demo-tuf.pem", "--tuf-key", work + "/snapshot.pem", "--tuf-key", work + "/timestamp.pem"])
+        let latest = try await run(["download", "demo", "--json"] + common)
+        #expect(latest.status == 0 && (try? latest.json() as? [String: Any])?["versionId"] as? String == "v102", "\(latest.stderr)")
+    }
+}
