@@ -63,6 +63,16 @@ import Testing
         #expect(fromFolder.status == 0, "\(fromFolder.stderr)")
         let kept = try FileManager.default.contentsOfDirectory(atPath: cache + "/tuf").first.map { cache + "/tuf/" + $0 } ?? ""
         #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: kept)) ?? []).isSuperset(of: ["root.json", "timestamp.json", "snapshot.json", "targets.json"]))
+        // The cache tells of kept metadata that cannot be read, as of a record.
+        #expect(try await run(["cache", "verify", "--cache-dir", cache]).status == 0)
+        try Data("{\"signed\": ".utf8).write(to: URL(fileURLWithPath: kept + "/snapshot.json"))
+        let verified = try await run(["cache", "verify", "--cache-dir", cache, "--json"])
+        #expect(verified.status == 65)
+        let entries = try #require(try verified.json() as? [[String: Any]])
+        #expect(entries.contains { $0["id"] as? String == "(TUF metadata)" && ($0["problems"] as? [String])?.first?.contains(kept + "/snapshot.json") == true }, "\(verified.stdout)")
+        // The next update fetches it again.
+        #expect(try await run(["download", "demo", "--platform", registry, "--cache-dir", cache, "--tuf-root", root]).status == 0)
+        #expect(try await run(["cache", "verify", "--cache-dir", cache]).status == 0)
 
         let (server, url, _) = try await startServe(registry, ["--project-id", "p"])
         defer { server.terminate() }

@@ -354,6 +354,29 @@ extension BundleCache {
                 problem: "the memory of its latest versions (\(path)) cannot be read: remove the file (rollbacks are then told by version tags only)"
             ))
         }
+        if appId == nil {
+            for path in unreadableTUFMetadata() {
+                found.append(UnreadableFile(
+                    appId: "(TUF metadata)", versionId: nil, path: path,
+                    problem: "the kept TUF metadata \(path) cannot be read as the role it names: remove the file (the next update fetches it again)"
+                ))
+            }
+        }
         return found
+    }
+
+    /// The TUF metadata kept for this namespace (`tuf/<namespace>/`) that cannot be read, or is not
+    /// metadata of the role its name says.
+    package func unreadableTUFMetadata() -> [String] {
+        let folder = root + "/tuf/" + namespace.key
+        return FileReading.children(of: folder).sorted().compactMap { name -> String? in
+            guard name.hasSuffix(".json") else { return nil }
+            let path = folder + "/" + name
+            let role = String(name.dropLast(5)).removingPercentEncoding ?? ""
+            let type = ["root", "timestamp", "snapshot"].contains(role) ? role : "targets"
+            guard let bytes = FileReading.contents(path), let envelope = try? TUFEnvelope(bytes), case .object(let signed) = envelope.signed,
+                  signed["_type"] == .string(type) else { return path }
+            return nil
+        }
     }
 }

@@ -744,7 +744,8 @@ public final class BundleInstaller: Sendable {
             } else {
                 let keyId = manifest.signature == nil ? nil : manifest.publicKeyId
                 async let key = verifier.prefetch(keyId: keyId)
-                let file = try await downloader.download(manifest.urls[0], to: zip, progress: progress)
+                // With TUF, no byte past the target's length is fetched (an endless zip ends there).
+                let file = try await downloader.download(manifest.urls[0], to: zip, limit: trusted.map { Int64($0.length) }, progress: progress)
                 fetched += file.size
                 let outcome = await verifier.check(
                     signature: manifest.signature, keyId: manifest.publicKeyId, prefetched: await key,
