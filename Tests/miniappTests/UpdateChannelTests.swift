@@ -74,11 +74,27 @@ import Testing
         #expect(try await run(["download", "demo", "--platform", registry, "--cache-dir", cache, "--tuf-root", root]).status == 0)
         #expect(try await run(["cache", "verify", "--cache-dir", cache]).status == 0)
 
-        let (server, url, _) = try await startServe(registry, ["--project-id", "p"])
+        let (server, url, log) = try await startServe(registry, ["--project-id", "p"])
         defer { server.terminate() }
-        let served = try await run(["download", "demo", "--platform", url.absoluteString, "--project-id", "p", "--cache-dir", work + "/cache2", "--tuf-root", root, "--json"])
+        let throughServe = ["--platform", url.absoluteString, "--project-id", "p", "--cache-dir", work + "/cache2", "--tuf-root", root]
+        let served = try await run(["download", "demo", "--json"] + throughServe)
         #expect(served.status == 0, "\(served.stderr)")
         #expect((try served.json() as? [String: Any])?["versionId"] as? String == "v100")
+        /// The TUF files the server was asked for since `mark` lines of its log.
+        func tufRequests(after mark: Int) -> [String] {
+            let lines = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").dropFirst(mark)
+            return lines.compactMap { line in line.split(separator: " ").dropFirst().first.flatMap { $0.hasPrefix("/tuf/") ? String($0) : nil } }
+        }
+        func logLength() -> Int { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").count }
+        // A warm update with nothing new fetches the next root's name and the timestamp, nothing more.
+        var mark = logLength()
+        #expect(try await run(["download", "demo"] + throughServe).status == 0)
+        #expect(tufRequests(after: mark) == ["/tuf/metadata/2.root.json", "/tuf/metadata/timestamp.json"])
+        // A new version: the timestamp, then the snapshot and the targets it names, and the new zip.
+        try await publish("1.0.1", "v101")
+        mark = logLength()
+        #expect(try await run(["download", "demo"] + throughServe).status == 0)
+        #expect(tufRequests(after: mark) == ["/tuf/metadata/2.root.json", "/tuf/metadata/timestamp.json", "/tuf/metadata/3.snapshot.json", "/tuf/metadata/3.targets.json"])
 
         // nginx serves the same folder as plain files: the metadata comes from it.
         let nginx = try await Nginx.start(root: registry)
