@@ -128,6 +128,8 @@ public final class BundleInstaller: Sendable {
     ) async throws -> InstallOutcome {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
+        // With TUF, its refresh (which needs no version) runs while the platform is asked for one.
+        async let refreshed: TUFUpdater? = updateChannel?.refreshed()
         let target = try await resolve(appId: appId, versionId: versionId)
         var downgrade = Downgrade.check, remembered = true
         if versionId == nil, platform != nil {
@@ -135,8 +137,8 @@ public final class BundleInstaller: Sendable {
         }
         var force = force
         var trusted: TUFTarget?
-        if let updateChannel {
-            let listed = try await updateChannel.target(appId: appId, versionId: target.versionId, versionTag: target.versionTag)
+        if var updater = try await refreshed {
+            let listed = try await UpdateChannel.target(in: &updater, appId: appId, versionId: target.versionId, versionTag: target.versionTag)
             trusted = listed
             // A cached copy of another zip than the one TUF lists is not reused: the version is fetched again.
             let cache = self.cache

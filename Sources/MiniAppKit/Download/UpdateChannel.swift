@@ -9,7 +9,7 @@ import MiniAppCore
 /// downloaded zip must have its length and hashes before a byte of it is unzipped.
 ///
 /// The trusted metadata is kept per namespace in the cache, `tuf/<namespace>/`, written atomically.
-/// One refresh runs at a time.
+/// One refresh runs at a time; the installer runs it while it asks the platform for the version.
 actor UpdateChannel {
     let folder: String
     let rootFile: String
@@ -45,12 +45,20 @@ actor UpdateChannel {
         self.logger = logger
     }
 
-    /// Refreshes the metadata and returns the target of `appId`'s version `versionId`, checked against
-    /// the platform's account of it; a ``TUFError`` when anything is not as TUF says.
-    func target(appId: String, versionId: String, versionTag: String?) async throws -> TUFTarget {
+    /// Brings the kept metadata up to date (the client workflow's refresh) and returns the updater to
+    /// look versions up in. It needs no version: the installer runs it while it asks the platform for one.
+    func refreshed() async throws -> TUFUpdater {
+        // OpenSSL's set-up overlaps with reading the kept root.
+        CryptoRuntime.warmUp(on: executor)
         try await anchor()
         var updater = try await TUFUpdater(folder: folder, remote: remote, executor: executor)
         try await updater.refresh()
+        return updater
+    }
+
+    /// The target of `appId`'s version `versionId` in `updater` (refreshed), checked against the
+    /// platform's account of it; a ``TUFError`` when anything is not as TUF says.
+    static func target(in updater: inout TUFUpdater, appId: String, versionId: String, versionTag: String?) async throws -> TUFTarget {
         let path = TUFRepository.targetPath(appId: appId, versionId: versionId)
         guard let target = try await updater.target(path) else {
             throw TUFError("target \(path)", "no trusted targets role lists it: the platform offers a version TUF does not know")
