@@ -128,8 +128,10 @@ public final class BundleInstaller: Sendable {
     ) async throws -> InstallOutcome {
         try Identifier.validate(appId, as: .app)
         if let versionId { try Identifier.validate(versionId, as: .version) }
-        // With TUF, its refresh (which needs no version) runs while the platform is asked for one.
-        async let refreshed: TUFUpdater? = updateChannel?.refreshed()
+        // With TUF, its refresh (which needs no version) runs while the platform is asked for one; without,
+        // nothing more is started.
+        let refreshing = updateChannel.map { channel in Task { try await channel.refreshed() } }
+        defer { refreshing?.cancel() }
         let target = try await resolve(appId: appId, versionId: versionId)
         var downgrade = Downgrade.check, remembered = true
         if versionId == nil, platform != nil {
@@ -137,7 +139,7 @@ public final class BundleInstaller: Sendable {
         }
         var force = force
         var trusted: TUFTarget?
-        if var updater = try await refreshed {
+        if var updater = try await refreshing?.value {
             let listed = try await UpdateChannel.target(in: &updater, appId: appId, versionId: target.versionId, versionTag: target.versionTag)
             trusted = listed
             // A cached copy of another zip than the one TUF lists is not reused: the version is fetched again.
