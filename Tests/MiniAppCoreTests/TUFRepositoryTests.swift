@@ -134,6 +134,13 @@ import Testing
             try setup.repository.addTarget("demo/v2/bundle.zip", file: setup.file("x"), role: "demo", signers: setup.pool)
         }
         #expect(setup.metadataFiles == files)
+        // Signed by the app's key but with no snapshot key at hand: no metadata, and no target file left.
+        let targetFiles = Set(FileManager.default.enumerator(atPath: setup.repository.targetsFolder)?.allObjects as? [String] ?? [])
+        #expect(throws: TUFRepositoryError("none of the keys given may sign snapshot: give a threshold of its keys")) {
+            try setup.repository.addTarget("demo/v3/bundle.zip", file: setup.file("y"), role: "demo", signers: [publisher] + setup.signers["timestamp"]!)
+        }
+        #expect(setup.metadataFiles == files)
+        #expect(Set(FileManager.default.enumerator(atPath: setup.repository.targetsFolder)?.allObjects as? [String] ?? []) == targetFiles)
         #expect(try await setup.ours("demo/v1/bundle.zip") == Array("delegated".utf8))
         #expect(try await setup.reference(["demo/v1/bundle.zip"]).first == "demo/v1/bundle.zip delegated null")
     }

@@ -189,15 +189,31 @@ package struct TUFRepository: Sendable {
         let roleSigners = role == "targets" ? try Self.pick(signers, "targets", in: newest("root").signed) : try delegatedSigners(signers, role)
         changes.roles[role] = try signed(document, role: role, version: version, by: roleSigners)
         if role != "targets" { try checkDelegated(role, changes.roles[role]!, targets: try newest("targets").signed) }
+        // The file is in place before any metadata names it; if the metadata is not written, it goes
+        // again, with the folders made for it.
+        var placed = false
+        var madeFolder: String?
+        var existing = destinationFolder
+        while !FileManager.default.fileExists(atPath: existing), existing.count > folder.count {
+            madeFolder = existing
+            existing = (existing as NSString).deletingLastPathComponent
+        }
         do {
             try FileManager.default.createDirectory(atPath: destinationFolder, withIntermediateDirectories: true)
             if !FileManager.default.fileExists(atPath: destination) {
                 if link(file, destination) != 0 { try Durability.writeAtomically(Data(bytes), to: destination, durable: true) }
+                placed = true
             }
         } catch {
             throw TUFRepositoryError("\(destination) cannot be written: \(error)", category: .localIO)
         }
-        try finish(changes, signers: signers)
+        do {
+            try finish(changes, signers: signers)
+        } catch {
+            if placed { unlink(destination) }
+            if let madeFolder { try? FileManager.default.removeItem(atPath: madeFolder) }
+            throw error
+        }
     }
 
     /// A new timestamp naming the same snapshot, valid for ``Lifetimes/timestamp`` from now, signed by
