@@ -7,7 +7,8 @@ import Testing
 /// The repository side: what ``TUFRepository`` writes is read by python-tuf's `ngclient.Updater`
 /// (the reference client) and by ``TUFUpdater``, through key rotations, root rotations and
 /// delegations; a change clients would refuse is refused before anything is written.
-@Suite struct TUFRepositoryTests {
+/// One test at a time: each makes RSA keys and runs python-tuf, which load the suite's busy first minutes.
+@Suite(.serialized) struct TUFRepositoryTests {
     /// A repository with one key per top-level role, of each kind, and the signers for it.
     struct Setup {
         let repository: TUFRepository

@@ -7,7 +7,8 @@ import Testing
 /// The client workflow over folders, against repositories written with python-tuf's Metadata API: a
 /// target found and checked, the kept metadata, and one test per attack of TUF's threat model, each
 /// ending with the target not handed out and the kept metadata as the last good refresh left it.
-@Suite struct TUFUpdaterTests {
+/// One test at a time: each runs python-tuf, and a dozen at once load the suite's busy first minutes.
+@Suite(.serialized) struct TUFUpdaterTests {
     /// A repository made by `script` (which starts after ``PythonTUF/repositoryPrelude`` with `repo =
     /// Repo(sys.argv[1])` made) and a client that first trusts its `1.root.json`.
     struct Setup {

@@ -5,7 +5,8 @@ import Testing
 /// `miniapp-tuf-client`, the TUF conformance suite's client command line, against a repository
 /// written with python-tuf and served over HTTP: the interop of our client with the reference, and
 /// its one-line failures with exit 1.
-@Suite struct TUFClientCommandTests {
+/// One test at a time: each runs python-tuf and the client several times.
+@Suite(.serialized) struct TUFClientCommandTests {
     static var client: String {
         CommandRunner.executable.deletingLastPathComponent().appendingPathComponent("miniapp-tuf-client").path
     }

@@ -6,7 +6,8 @@ import Testing
 /// A registry published with TUF (`miniapp tuf ...`, `publish --tuf-key`) installs through the TUF
 /// workflow from a registry folder, through `serve`, and with its metadata from nginx serving the same
 /// folder; python-tuf's client reads it; each attack is one line and 65 with nothing installed.
-@Suite struct UpdateChannelTests {
+/// One test at a time: each runs dozens of commands, servers and python-tuf.
+@Suite(.serialized) struct UpdateChannelTests {
     let work = try! TemporaryDirectory.make().path
     var registry: String { work + "/registry" }
     var cache: String { work + "/cache" }
