@@ -11,9 +11,10 @@ internal import CMiniAppSystem
 /// while anyone waits, reads the events, tries each woken waiter's lock with `LOCK_NB`, and ends the
 /// waits whose deadline has passed.
 ///
-/// When a holder dies, the kernel reports the close just before it drops the dead holder's lock, so a
-/// waiter woken by a close that still finds the lock taken looks again a few times shortly after (1 ms,
-/// doubling, for about 60 ms), then waits for the next event. Where inotify cannot be had (the user's
+/// The kernel reports a close just before it drops the lock of the file closed (a holder that lets go
+/// or dies), so a waiter woken by a close that still finds the lock taken looks again a few times
+/// after (1 ms, doubling, for about 2 s: the closing thread may be preempted between the two on a
+/// loaded machine, and no later event would come), then waits for the next event. Where inotify cannot be had (the user's
 /// instances are used up, no `/proc`), a waiter looks every 50 ms instead.
 package final class LockWatcher: Sendable {
     package enum Outcome: Sendable, Equatable {
@@ -55,7 +56,7 @@ package final class LockWatcher: Sendable {
     private static let events = UInt32(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_ATTRIB)
     private static let unwatchedPause = Duration.milliseconds(50)
     private static let firstSettle = Duration.milliseconds(1)
-    private static let lastSettle = Duration.milliseconds(32)
+    private static let lastSettle = Duration.milliseconds(1024)
 
     init() {}
 
