@@ -86,7 +86,7 @@ final class BundleDownloader: Sendable {
                 let response: HTTPResponse
                 do {
                     (response, text) = try await policy.send(
-                        HTTPRequest(url: text, headers: headers), over: transport, deadline: deadline, redirects: &redirects, longRead: true
+                        HTTPRequest(url: text, headers: headers), over: transport, deadline: deadline, redirects: &redirects
                     )
                 } catch RequestPolicy.RedirectFailure.unfollowable(let from, let status) {
                     throw DownloadError.httpStatus(url: from, status: status, attempts: attempt)

@@ -562,7 +562,7 @@ private final class DeltaRun: @unchecked Sendable {
     /// an answer makes the delta doubtful (``Stop/unusable(_:)``), a cancellation goes through.
     private func send(range: String, to target: String) async throws -> HTTPResponse {
         do {
-            return try await downloader.transport.open(rangeRequest(range, to: target), deadline: deadline, longRead: false)
+            return try await downloader.transport.open(rangeRequest(range, to: target), deadline: deadline)
         } catch {
             throw Self.requestFailure(error)
         }

@@ -71,8 +71,8 @@ extension HTTPResponse {
     private struct TooLong: Error {}
 
     /// The whole body, or `nil` when it is longer than `limit` bytes (reading stops at the first byte
-    /// past it). A connection of its own is read to its end in one call on `executor`'s pool, so the
-    /// whole answer is decoded on one thread.
+    /// past it). A connection of its own is read to its end in one call on a thread of `executor`'s
+    /// own (a slow answer must not hold one of its pool's), so the whole answer is decoded on one thread.
     func collect(upTo limit: Int, executor: BlockingExecutor) async throws -> [UInt8]? {
         switch body {
         case .pooled(let body):
@@ -84,7 +84,7 @@ extension HTTPResponse {
             return bytes
         case .direct(let response, let canceller):
             return try await withTaskCancellationHandler(operation: {
-                try await executor.run { () throws -> [UInt8]? in
+                try await executor.runOnOwnThread(name: "miniapp.fetch") { () throws -> [UInt8]? in
                     var bytes: [UInt8] = []
                     do {
                         try response.streamBody(chunkBytes: 64 << 10) { chunk in
@@ -107,7 +107,8 @@ extension HTTPResponse {
 /// - Pooled: AsyncHTTPClient (``LazyHTTPClient``), whose connections are kept and reused; the host's
 ///   own `HTTPClient` when it gives one.
 /// - One connection per request: a plain `http://` GET made and read with blocking calls
-///   (``DirectHTTP``) on the executor, for a short-lived process.
+///   (``DirectHTTP``) on a thread of the executor's own, for a short-lived process. Never on its pool:
+///   a request may wait as long as its read timeout, and short work would queue behind it.
 ///
 /// Both hand every answer to NIO's HTTP/1 decoder and hold its framing to
 /// ``DirectHTTP/framing(status:headers:)``.
@@ -151,7 +152,7 @@ final class HTTPTransport: Sendable {
             let canceller = SocketCanceller()
             let (headers, network) = (request.headers, network)
             return try await withTaskCancellationHandler {
-                try await executor.run {
+                try await executor.runOnOwnThread(name: "miniapp.fetch") {
                     try DirectHTTP.get(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
                 }
             } onCancel: {
@@ -163,10 +164,8 @@ final class HTTPTransport: Sendable {
         return HTTPAnswer(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
     }
 
-    /// Sends `request` and reads the head of its answer, leaving the body to be read. On a connection
-    /// of its own, the blocking calls run on a thread of their own when `longRead` (a download must
-    /// not hold a pool thread for its length), else on the pool.
-    func open(_ request: HTTPRequest, deadline: ContinuousClock.Instant, longRead: Bool) async throws -> HTTPResponse {
+    /// Sends `request` and reads the head of its answer, leaving the body to be read.
+    func open(_ request: HTTPRequest, deadline: ContinuousClock.Instant) async throws -> HTTPResponse {
         if let (endpoint, target) = direct(request) {
             let canceller = SocketCanceller()
             let (headers, network, executor) = (request.headers, network, executor)
@@ -174,7 +173,7 @@ final class HTTPTransport: Sendable {
                 try DirectHTTP.open(endpoint, target: target, headers: headers, network: network, deadline: deadline, canceller: canceller)
             }
             let response = try await withTaskCancellationHandler {
-                longRead ? try await executor.runOnOwnThread(name: "miniapp.fetch", body) : try await executor.run(body)
+                try await executor.runOnOwnThread(name: "miniapp.fetch", body)
             } onCancel: {
                 canceller.cancel()
             }

@@ -26,7 +26,7 @@ extension PlatformClient {
     }
 
     /// The subscription key's header, when there is a key: sent only to the platform, whose redirects
-    /// are never followed (see ``RequestPolicy/send(_:over:deadline:redirects:longRead:)``).
+    /// are never followed (see ``RequestPolicy/send(_:over:deadline:redirects:)``).
     var credentialHeaders: HTTPHeaders {
         guard let subscriptionKey else { return [:] }
         return ["apiKey": subscriptionKey.hasPrefix("ras-") ? subscriptionKey : "ras-" + subscriptionKey]

@@ -118,12 +118,12 @@ struct RequestPolicy: Sendable {
     /// carries the subscription key, is sent once per attempt with ``HTTPTransport/fetch(_:deadline:)``
     /// and its redirects are not followed, so the key never reaches another origin.
     func send(
-        _ request: HTTPRequest, over transport: HTTPTransport, deadline: ContinuousClock.Instant, redirects: inout Int, longRead: Bool = false
+        _ request: HTTPRequest, over transport: HTTPTransport, deadline: ContinuousClock.Instant, redirects: inout Int
     ) async throws -> (HTTPResponse, url: String) {
         var request = request
         while true {
             try Task.checkCancellation()
-            let response = try await transport.open(request, deadline: deadline, longRead: longRead)
+            let response = try await transport.open(request, deadline: deadline)
             guard Self.isRedirect(response.status) else { return (response, request.url) }
             response.close()
             guard let location = response.headers.first(name: "Location"), let next = URL(string: location, relativeTo: URL(string: request.url)),
