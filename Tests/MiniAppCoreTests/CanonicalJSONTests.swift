@@ -36,7 +36,7 @@ import Testing
         let documents = Self.documents(count: 400)
         let folder = try TemporaryDirectory.make()
         let input = folder.appendingPathComponent("documents.json").path
-        try JSONEncoder().encode(documents).write(to: URL(fileURLWithPath: input))
+        try writeTestFile(input, JSONEncoder().encode(documents))
         let reference = try await PythonTUF.run("""
             import json, sys
             from securesystemslib.formats import encode_canonical

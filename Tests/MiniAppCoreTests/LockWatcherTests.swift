@@ -33,7 +33,7 @@ struct LockWatcherTests {
 
     private func lockFile() throws -> String {
         let path = try TemporaryDirectory.make().path + "/held.lock"
-        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        try writeTestFile(path, [UInt8]())
         return path
     }
 
@@ -72,7 +72,7 @@ struct LockWatcherTests {
         defer { close(descriptor) }
         // Files coming and going in the folder wake nobody for good: the lock is still held.
         let waiter = Task { await executor.locks.lockExclusively(descriptor, until: .now + .seconds(120)) }
-        for name in 0..<20 { _ = FileManager.default.createFile(atPath: folder + "/\(name)", contents: Data([1])) }
+        for name in 0..<20 { try writeTestFile(folder + "/\(name)", [1]) }
         #expect(await waiter.value == .acquired)
         #expect(Self.hasEnded(process), "the lock was taken while its holder still ran")
         await executor.shutdown()

@@ -103,9 +103,9 @@ struct SystemSupportTests {
     @Test func filesAreReadWhole() throws {
         let folder = try TemporaryDirectory.make().path
         let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-        try Data(bytes).write(to: URL(fileURLWithPath: folder + "/big"))
+        try writeTestFile(folder + "/big", Data(bytes))
         #expect(FileReading.contents(folder + "/big") == bytes)
-        try Data().write(to: URL(fileURLWithPath: folder + "/empty"))
+        try writeTestFile(folder + "/empty", Data())
         #expect(FileReading.contents(folder + "/empty") == [])
         guard case .missing = FileReading.read(folder + "/nothing") else { Issue.record("a missing file is not .missing"); return }
         guard case .missing = FileReading.read(folder + "/big/below") else { Issue.record("a path through a file is not .missing"); return }

@@ -14,8 +14,8 @@ import Testing
         var pairs: [(String, String)] = []
         for target in targets { for pattern in patterns { pairs.append((target, pattern)) } }
         let folder = try TemporaryDirectory.make().path
-        try JSONEncoder().encode(pairs.map { [$0.0, $0.1] }).write(to: URL(fileURLWithPath: folder + "/pairs.json"))
-        try JSONEncoder().encode(targets).write(to: URL(fileURLWithPath: folder + "/targets.json"))
+        try writeTestFile(folder + "/pairs.json", JSONEncoder().encode(pairs.map { [$0.0, $0.1] }))
+        try writeTestFile(folder + "/targets.json", JSONEncoder().encode(targets))
         let output = try await PythonTUF.run("""
             import json, sys
             from tuf.api.metadata import DelegatedRole

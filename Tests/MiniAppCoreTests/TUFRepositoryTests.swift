@@ -34,7 +34,7 @@ import Testing
         /// A file holding `text`.
         func file(_ text: String) throws -> String {
             let path = try TemporaryDirectory.make().path + "/bundle.zip"
-            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            try writeTestFile(path, Data(text.utf8))
             return path
         }
 

@@ -12,7 +12,7 @@ import Testing
     func extract(_ bytes: [UInt8], limits: ExtractionLimits = ExtractionLimits()) throws -> (ExtractionResult, String) {
         let directory = try TemporaryDirectory.make()
         let zip = directory.appendingPathComponent("a.zip").path
-        try Data(bytes).write(to: URL(fileURLWithPath: zip))
+        try writeTestFile(zip, Data(bytes))
         func run(threads: Int) -> (Result<ExtractionResult, ArchiveError>, String) {
             let destination = directory.appendingPathComponent("out-\(threads)").path
             var extractor = ArchiveExtractor(limits: limits, maxThreads: threads)
@@ -79,8 +79,8 @@ import Testing
     @Test func writtenNamesBeyondASCIIAreFlaggedUTF8AndReadBack() throws {
         let directory = try TemporaryDirectory.make().path
         try FileManager.default.createDirectory(atPath: directory + "/in/画像", withIntermediateDirectories: true)
-        try Data("<html>".utf8).write(to: URL(fileURLWithPath: directory + "/in/index.html"))
-        try Data("1".utf8).write(to: URL(fileURLWithPath: directory + "/in/画像/ねこ.png"))
+        try writeTestFile(directory + "/in/index.html", Data("<html>".utf8))
+        try writeTestFile(directory + "/in/画像/ねこ.png", Data("1".utf8))
         try ArchiveWriter.zip(directory: directory + "/in", to: directory + "/out.zip")
         let zip = try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory + "/out.zip")))
         // The central directory: general purpose flags at offset 8, name length at 28, name at 46.
@@ -179,7 +179,7 @@ import Testing
     @Test func filesKnownToHoldAnEntrysBytesAreLinkedNotInflatedAndCountAgainstTheLimits() throws {
         let directory = try TemporaryDirectory.make().path
         let zip = directory + "/a.zip"
-        try Data(try BundleFactory.zip(BundleFactory.helloFiles)).write(to: URL(fileURLWithPath: zip))
+        try writeTestFile(zip, Data(try BundleFactory.zip(BundleFactory.helloFiles)))
         var extractor = ArchiveExtractor()
         extractor.fileMode = 0o444
         let first = try extractor.extract(zip, into: directory + "/one")

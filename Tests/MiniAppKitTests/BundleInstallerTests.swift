@@ -507,14 +507,14 @@ func withInstaller<Result: Sendable>(
         try await withTestServer({ [platform] in platform.fixture.handle($0) }) { server in
             let configuration = makeConfiguration(server, cache: cache)
             let record = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }.record
-            try "tampered".write(toFile: record.path + "/js/app.js", atomically: false, encoding: .utf8)
+            try writeTestFile(record.path + "/js/app.js", "tampered")
             try FileManager.default.removeItem(atPath: record.path + "/css/app.css")
-            try "new".write(toFile: record.path + "/added.js", atomically: false, encoding: .utf8)
+            try writeTestFile(record.path + "/added.js", "new")
             let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor)
             #expect(cacheView.check(record, thorough: true).problems == ["added: added.js", "changed: js/app.js", "missing: css/app.css"])
             #expect(cacheView.check(record).problems == ["added: added.js", "changed: js/app.js", "missing: css/app.css"])
             try FileManager.default.createDirectory(atPath: record.path + "/js/new", withIntermediateDirectories: false)
-            try "x".write(toFile: record.path + "/js/new/x.js", atomically: false, encoding: .utf8)
+            try writeTestFile(record.path + "/js/new/x.js", "x")
             #expect(cacheView.check(record).problems.contains("added: js/new"), "a folder added deep down is found by the quick check")
             #expect(cacheView.check(record, thorough: true).problems.contains("added: js/new/x.js"))
 
@@ -537,7 +537,7 @@ func withInstaller<Result: Sendable>(
         let path = cacheView.versionDirectory(appId: appId, versionId: versionId) + "/record.json"
         var stored = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
         change(&stored)
-        try JSONSerialization.data(withJSONObject: stored).write(to: URL(fileURLWithPath: path))
+        try writeTestFile(path, JSONSerialization.data(withJSONObject: stored))
     }
 
     @Test func aFirstInstallWaitsForNoDiskAndALaterBootChecksEveryByteOnce() async throws {
@@ -557,7 +557,7 @@ func withInstaller<Result: Sendable>(
             var list = try #require(BundleFileList(decoding: original))
             let index = try #require(list.files.firstIndex { $0.path == "js/app.js" })
             list.files[index].sha256 = String(repeating: "0", count: 64)
-            try list.encoded().write(to: URL(fileURLWithPath: version + "/files.list"))
+            try writeTestFile(version + "/files.list", list.encoded())
             try editStoredRecord(cacheView, appId: "app-hello", versionId: "ver-1") { $0["fileList"] = SHA256Digest.hash(list.encoded()).hexString }
             let sameBoot = try #require(cacheView.record(appId: "app-hello", versionId: "ver-1"))
             #expect(cacheView.check(sameBoot).intact, "the quick check cannot see it, which is why a later boot does not trust it")
@@ -569,7 +569,7 @@ func withInstaller<Result: Sendable>(
             #expect(cacheView.record(appId: "app-hello", versionId: "ver-1")?.unsyncedBoot == earlierBoot, "a damaged version is not marked")
 
             // Found whole, it is marked so and checked quickly from then on; a record that changed meanwhile is not marked.
-            try original.write(to: URL(fileURLWithPath: version + "/files.list"))
+            try writeTestFile(version + "/files.list", original)
             try editStoredRecord(cacheView, appId: "app-hello", versionId: "ver-1") { $0["fileList"] = SHA256Digest.hash(original).hexString }
             var stale = try #require(cacheView.record(appId: "app-hello", versionId: "ver-1"))
             stale.installedAt = stale.installedAt.addingTimeInterval(-1)
@@ -626,10 +626,10 @@ func withInstaller<Result: Sendable>(
             let record = try await withInstaller(configuration) { try await $0.download(appId: "app-hello") }.record
             let cacheView = BundleCache(root: cache, namespace: configuration.cacheNamespace, executor: testExecutor)
             #expect(cacheView.check(record).intact)
-            try "module 9".write(toFile: record.path + "/lib/d1/m1.js", atomically: false, encoding: .utf8)   // same size, new bytes
-            try "longer than before".write(toFile: record.path + "/lib/d2/m2.js", atomically: false, encoding: .utf8)
+            try writeTestFile(record.path + "/lib/d1/m1.js", "module 9")   // same size, new bytes
+            try writeTestFile(record.path + "/lib/d2/m2.js", "longer than before")
             try FileManager.default.removeItem(atPath: record.path + "/lib/d3/m3.js")
-            try "x".write(toFile: record.path + "/lib/d39/extra.js", atomically: false, encoding: .utf8)
+            try writeTestFile(record.path + "/lib/d39/extra.js", "x")
             try FileManager.default.removeItem(atPath: record.path + "/lib/d4")
             let expected = ["added: lib/d39/extra.js", "changed: lib/d1/m1.js", "changed: lib/d2/m2.js", "missing: lib/d3/m3.js"]
                 + (0..<10).map { "missing: lib/d4/m\(4 + 40 * $0).js" }
@@ -639,7 +639,7 @@ func withInstaller<Result: Sendable>(
             // digest's check) found.
             let listPath = String(record.path.dropLast("/bundle".count)) + "/files.list"
             let list = try String(contentsOfFile: listPath, encoding: .utf8)
-            try list.replacingOccurrences(of: "lib/d3/m3.js", with: "lib/d3/m3.jz").write(toFile: listPath, atomically: false, encoding: .utf8)
+            try writeTestFile(listPath, list.replacingOccurrences(of: "lib/d3/m3.js", with: "lib/d3/m3.jz"))
             #expect(cacheView.check(record).problems == ["the install-time file list was changed or cut short"])
             #expect(cacheView.check(record, thorough: true).problems == ["the install-time file list was changed or cut short"])
         }
@@ -771,7 +771,7 @@ func withInstaller<Result: Sendable>(
         let key = try SigningKey.generate()
         let signed = try BundleFactory.sign(try BundleFactory.zip(BundleFactory.helloFiles), versionId: "v-local", key: key)
         let zip = try TemporaryDirectory.make().appendingPathComponent("b.zip").path
-        try Data(signed.zip).write(to: URL(fileURLWithPath: zip))
+        try writeTestFile(zip, Data(signed.zip))
         let configuration = MiniAppConfiguration(cacheDirectory: cache)
         let installer = try BundleInstaller(configuration: configuration, platform: nil, executor: testExecutor)
         let outcome = try await installer.install(bundleAt: zip, appId: "app-local", versionId: "v-local", versionTag: "9", signature: signed.signature, publicKey: key.publicKey)
@@ -820,7 +820,7 @@ func withInstaller<Result: Sendable>(
         let key = try SigningKey.generate()
         let signed = try BundleFactory.sign(try BundleFactory.zip(BundleFactory.helloFiles), versionId: "v-1", key: key)
         let zip = cache + "/../local-\(UUID().uuidString).zip"
-        try Data(signed.zip).write(to: URL(fileURLWithPath: zip))
+        try writeTestFile(zip, Data(signed.zip))
         let configuration = MiniAppConfiguration(platform: nil, projectId: nil, cacheDirectory: cache)
         let before = CacheSnapshot(cache)
         let installer = try BundleInstaller(configuration: configuration, platform: nil, executor: testExecutor)

@@ -16,7 +16,7 @@ import Testing
     private func writeConfig(_ text: String, at path: String? = nil) throws -> String {
         let file = path ?? home.appendingPathComponent(".config/miniapp/config.json").path
         try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        try writeTestFile(file, text)
         return file
     }
 

@@ -250,7 +250,7 @@ import Testing
         _ = try await update(mode: .multipart, logger: log.logger, before: { _, older in
             let path = older.path + "/assets/part-0.js"
             chmod(path, 0o644)
-            try "tampered".write(toFile: path, atomically: false, encoding: .utf8)
+            try writeTestFile(path, "tampered")
         })
         // The update checked every file it installed against version 2's content (in `update`).
         let linked = try #require(Self.linkedCounts(log).first)
@@ -268,7 +268,7 @@ import Testing
             let end = bytes.count - 22
             let directory = Int(bytes[end + 16]) | Int(bytes[end + 17]) << 8 | Int(bytes[end + 18]) << 16 | Int(bytes[end + 19]) << 24
             bytes[directory + 4] ^= 0x01
-            try Data(bytes).write(to: URL(fileURLWithPath: zip))
+            try writeTestFile(zip, Data(bytes))
         })
         #expect(record.transfer?.method == .delta)
         #expect(Self.linkedCounts(log).isEmpty, "nothing linked")
@@ -280,9 +280,9 @@ import Testing
             let older = try #require(view.record(appId: "app-hello", versionId: "ver-1"))
             // A shared file changed in place, a file removed, a file added.
             chmod(record.path + "/assets/part-0.js", 0o644)
-            try "tampered".write(toFile: record.path + "/assets/part-0.js", atomically: false, encoding: .utf8)
+            try writeTestFile(record.path + "/assets/part-0.js", "tampered")
             try FileManager.default.removeItem(atPath: record.path + "/assets/part-1.js")
-            try "added".write(toFile: record.path + "/added.js", atomically: false, encoding: .utf8)
+            try writeTestFile(record.path + "/added.js", "added")
             #expect(!view.check(older).intact, "the shared file is damaged in both")
             var offline = makeConfiguration(server, cache: cache)
             offline.offline = true
@@ -299,7 +299,7 @@ import Testing
             #expect(view.check(older).intact)
 
             // A kept zip that fails its digest is not used: offline, the damaged version is refused (65).
-            try "tampered".write(toFile: repaired.path + "/index.html", atomically: false, encoding: .utf8)
+            try writeTestFile(repaired.path + "/index.html", "tampered")
             let zip = try #require(view.keptZipPath(repaired))
             chmod(zip, 0o644)
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: zip))

@@ -59,12 +59,12 @@ import Testing
         let directory = try TemporaryDirectory.make()
         let zip = Array("pretend this is a zip".utf8)
         let sha = SHA256Digest.hash(zip)
-        try Data(BundleSignature.message(versionId: "v9", sha256: sha)).write(to: directory.appendingPathComponent("msg"))
-        try key.publicKey.pem.write(to: directory.appendingPathComponent("pub.pem"), atomically: true, encoding: .utf8)
-        try key.pem.write(to: directory.appendingPathComponent("key.pem"), atomically: true, encoding: .utf8)
+        try writeTestFile(directory.appendingPathComponent("msg").path, Data(BundleSignature.message(versionId: "v9", sha256: sha)))
+        try writeTestFile(directory.appendingPathComponent("pub.pem").path, key.publicKey.pem)
+        try writeTestFile(directory.appendingPathComponent("key.pem").path, key.pem)
 
         let ours = try BundleSignature.sign(versionId: "v9", sha256: sha, with: key)
-        try Data(base64Encoded: ours)!.write(to: directory.appendingPathComponent("sig.der"))
+        try writeTestFile(directory.appendingPathComponent("sig.der").path, Data(base64Encoded: ours)!)
         #expect(await runTool("/usr/bin/openssl", ["dgst", "-sha256", "-verify", "pub.pem", "-signature", "sig.der", "msg"], in: directory) == 0)
 
         #expect(await runTool("/usr/bin/openssl", ["dgst", "-sha256", "-sign", "key.pem", "-out", "theirs.der", "msg"], in: directory) == 0)

@@ -165,7 +165,7 @@ import Testing
     @Test func damagedDatabaseIsReportedAndLeftAlone() async throws {
         let path = cache + "/permissions.sqlite"
         let garbage = Data(repeating: 0x42, count: 8192)
-        try garbage.write(to: URL(fileURLWithPath: path))
+        try writeTestFile(path, garbage)
         let error = await #expect(throws: PermissionStoreError.self) { try await PermissionStore.open(cacheDirectory: cache, executor: testExecutor) }
         #expect(error?.category == .badData)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage, "never silently reset")

@@ -134,6 +134,16 @@ public let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComp
 /// Writes `bytes` to the file at `path`, created or truncated, without syncing it to the disk:
 /// Foundation's writes fsync every file, which on a busy disk keeps Swift's cooperative threads (and
 /// so every other test) waiting.
+public func writeTestFile(_ path: String, _ data: Data) throws {
+    try writeTestFile(path, [UInt8](data))
+}
+
+/// ``writeTestFile(_:_:)`` of `text` in UTF-8.
+public func writeTestFile(_ path: String, _ text: String) throws {
+    try writeTestFile(path, Array(text.utf8))
+}
+
+/// ``writeTestFile(_:_:)`` of `bytes`.
 public func writeTestFile(_ path: String, _ bytes: [UInt8]) throws {
     let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }

@@ -52,7 +52,7 @@ public final class Nginx: Sendable {
                     }
                 }
                 """
-            try Data(configuration.utf8).write(to: URL(fileURLWithPath: folder + "/nginx.conf"))
+            try writeTestFile(folder + "/nginx.conf", Data(configuration.utf8))
             let process = try ChildProcess("/usr/sbin/nginx", ["-p", folder, "-e", folder + "/error.log", "-c", folder + "/nginx.conf"], stdout: .null, stderr: .null)
             let deadline = ContinuousClock.now + .seconds(30)
             while ContinuousClock.now < deadline {

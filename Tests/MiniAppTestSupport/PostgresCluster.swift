@@ -73,7 +73,7 @@ public final class PostgresCluster: Sendable {
         if asRoot { _ = try Self.run("/bin/chown", ["postgres:postgres", directory]) }
         chmod(directory, 0o755)
         let passwordFile = directory + "/pw"
-        try password.write(toFile: passwordFile, atomically: false, encoding: .utf8)
+        try writeTestFile(passwordFile, password)
         if asRoot { _ = try Self.run("/bin/chown", ["postgres:postgres", passwordFile]) }
         try runAsOwner(bin + "/initdb", ["-D", directory + "/data", "-U", user, "--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=" + passwordFile, "-E", "UTF8", "--no-sync", "--no-instructions"])
         let options = "-k \(directory) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"

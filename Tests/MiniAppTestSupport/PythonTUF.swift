@@ -27,7 +27,7 @@ public enum PythonTUF {
         let folder = try TemporaryDirectory.make()
         defer { try? FileManager.default.removeItem(at: folder) }
         let source = folder.appendingPathComponent("script.py").path, out = folder.appendingPathComponent("out").path, err = folder.appendingPathComponent("err").path
-        try Data(script.utf8).write(to: URL(fileURLWithPath: source))
+        try writeTestFile(source, Data(script.utf8))
         let child = try ChildProcess(python, [source] + arguments, stdout: .file(out), stderr: .file(err))
         let status = await child.exited()
         let stdout = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: out))) ?? Data(), as: UTF8.self)

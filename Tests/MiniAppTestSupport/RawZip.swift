@@ -101,7 +101,7 @@ public struct RawZip: Sendable {
 
     /// Writes the archive to `path`.
     public func write(to path: String) throws {
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        try writeTestFile(path, Data(bytes))
     }
 
     private func le16(_ value: UInt16) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }

@@ -204,7 +204,7 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
             // to look on a loaded machine: one attempt, with an hour to read (under the default 30 s and
             // a retry, a full suite once saw it give up with 69 before the kill).
             let config = try TemporaryDirectory.make().path + "/patient.json"
-            try #"{"timeouts": {"readSeconds": 3600}, "retry": {"maxAttempts": 1, "budgetSeconds": 3600}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            try writeTestFile(config, #"{"timeouts": {"readSeconds": 3600}, "retry": {"maxAttempts": 1, "budgetSeconds": 3600}}"#)
             let process = try CommandRunner.start(["download", "app-hello"], environment: [
                 "MINIAPP_PLATFORM": server.baseURL.absoluteString, "MINIAPP_PROJECT_ID": "proj-1", "MINIAPP_CACHE_DIR": cache, "HOME": cache,
                 "MINIAPP_CONFIG": config,
@@ -254,7 +254,7 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
             #expect(lstat(paths[0] + "/index.html", &first) == 0 && lstat(paths[1] + "/index.html", &second) == 0)
             #expect(first.st_ino == second.st_ino && first.st_nlink == 2)
             #expect(first.st_mode & 0o777 == 0o444)
-            try "changed".write(toFile: paths[0] + "/index.html", atomically: false, encoding: .utf8)
+            try writeTestFile(paths[0] + "/index.html", "changed")
             let verify = try await runCached(server, cache: cache, ["cache", "verify", "--json"])
             #expect(verify.status == 65)
             #expect(verify.stderrLines.first?.hasPrefix("error: ") == true)
@@ -278,7 +278,7 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
     @Test func installTakesABundleSignedByStockOpenSSL() async throws {
         let directory = try TemporaryDirectory.make()
         let zip = directory.appendingPathComponent("app.zip")
-        try Data(try BundleFactory.zip(BundleFactory.helloFiles)).write(to: zip)
+        try writeTestFile(zip.path, Data(try BundleFactory.zip(BundleFactory.helloFiles)))
         let shell = """
             set -e; cd '\(directory.path)'
             openssl ecparam -name prime256v1 -genkey -noout -out key.pem 2>/dev/null
@@ -310,7 +310,7 @@ func runCached(_ server: TestHTTPServer, cache: String, _ arguments: [String], e
 
     @Test func modesAreFixedWhateverTheUmask() async throws {
         let zip = try TemporaryDirectory.make().appendingPathComponent("app.zip")
-        try Data(try BundleFactory.zip(BundleFactory.helloFiles)).write(to: zip)
+        try writeTestFile(zip.path, Data(try BundleFactory.zip(BundleFactory.helloFiles)))
         // umask 077 would make 0600 files and 0700 folders of whatever is created without a chmod.
         let shell = "umask 077; MINIAPP_CACHE_DIR='\(cache)' exec '\(CommandRunner.executable.path)' install '\(zip.path)' --app-id app-m --version-id v-1 --signature-policy advisory --quiet"
         #expect(await runTool("/bin/sh", ["-c", shell]) == 0)

@@ -87,7 +87,7 @@ import Testing
                 expectFailure(try await runCached(brokenServer, cache: cache, ["download", "app-hello", "--version", "ver-1", "--force"]), status: 65)
             }
             let hostile = work + "/hostile.zip"
-            try Data(RawZip([.file("index.html"), .file("../evil.js")]).bytes).write(to: URL(fileURLWithPath: hostile))
+            try writeTestFile(hostile, Data(RawZip([.file("index.html"), .file("../evil.js")]).bytes))
             expectFailure(try await runCached(server, cache: cache, ["install", hostile, "--app-id", "app-hello", "--version-id", "ver-9"]), status: 65)
             expectFailure(try await runCached(server, cache: cache, ["permissions", "grant", "app-ghost", "USER_NAME"]), status: 66)
             #expect(CacheTree(cache) == before, "before:\n\(before)\nafter:\n\(CacheTree(cache))")
@@ -128,7 +128,7 @@ import Testing
 
     @Test func anEmptySubscriptionKeyVariableSendsNoKey() async throws {
         let config = work + "/config.json"
-        try #"{"subscriptionKey": "from-the-file"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try writeTestFile(config, #"{"subscriptionKey": "from-the-file"}"#)
         let app = try ServedApp()
         try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
             let environment = ["MINIAPP_CONFIG": config, "MINIAPP_SUBSCRIPTION_KEY": ""]

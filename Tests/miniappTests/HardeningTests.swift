@@ -46,7 +46,8 @@ import Testing
     /// with one line, before anything is allocated for it.
     @Test func aSparseFileOfTerabytesIsOneErrorNotACrash() async throws {
         let huge = work + "/huge.json"
-        #expect(FileManager.default.createFile(atPath: huge, contents: nil) && truncate(huge, 8 << 40) == 0)
+        try writeTestFile(huge, [UInt8]())
+        #expect(truncate(huge, 8 << 40) == 0)
         let environment = ["MINIAPP_CACHE_DIR": work + "/cache", "MINIAPP_PERMISSION_STORE": work + "/permissions.db"]
         let configured = try await CommandRunner.run(["cache", "list"], environment: environment.merging(["MINIAPP_CONFIG": huge]) { $1 })
         expectFailure(configured, status: 64, mentioning: "is over 64 MiB")
@@ -61,13 +62,14 @@ import Testing
     @Test func aKeyOrAManifestThatIsNotARegularFileIsOneError() async throws {
         #expect(try await CommandRunner.run(["keygen", "--out", work + "/k"]).status == 0)
         let huge = work + "/huge.pem"
-        #expect(FileManager.default.createFile(atPath: huge, contents: nil) && truncate(huge, 8 << 40) == 0)
+        try writeTestFile(huge, [UInt8]())
+        #expect(truncate(huge, 8 << 40) == 0)
         var files = BundleFactory.helloFiles
         files["manifest.json"] = nil
         files["manifest.json/inside"] = "{}"
         let folder = try BundleFactory.folder(files)
         let zip = work + "/app.zip"
-        try Data(try BundleFactory.zip(files)).write(to: URL(fileURLWithPath: zip))
+        try writeTestFile(zip, Data(try BundleFactory.zip(files)))
         let cache = ["MINIAPP_CACHE_DIR": work + "/cache"]
         let install = ["install", zip, "--app-id", "hello", "--version-id", "v-1", "--signature", "AAAA"]
         let refused: [(arguments: [String], status: Int32, says: String)] = [
@@ -89,7 +91,7 @@ import Testing
 
     @Test func aSubscriptionKeyOfTheWrongTypeIsNotPrinted() async throws {
         let config = work + "/config.json"
-        try #"{"subscriptionKey": 918273645546372819, "platform": "http://127.0.0.1:9/", "projectId": "p"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try writeTestFile(config, #"{"subscriptionKey": 918273645546372819, "platform": "http://127.0.0.1:9/", "projectId": "p"}"#)
         let result = try await CommandRunner.run(["list"], environment: ["MINIAPP_CONFIG": config])
         expectFailure(result, status: 64, mentioning: "subscriptionKey")
         #expect(!result.stderr.contains("918273645546372819") && !result.stdout.contains("918273645546372819"))
@@ -101,7 +103,7 @@ import Testing
         #expect(keygen.status == 0)
         let zip = work + "/real/app.zip"
         try FileManager.default.createDirectory(atPath: work + "/real", withIntermediateDirectories: true)
-        try Data(try BundleFactory.zip(BundleFactory.helloFiles)).write(to: URL(fileURLWithPath: zip))
+        try writeTestFile(zip, Data(try BundleFactory.zip(BundleFactory.helloFiles)))
         let link = work + "/link.zip"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: zip)
 
@@ -176,7 +178,7 @@ import Testing
             // Offline, the kept key verifies a bundle it signed.
             let zip = work + "/ver-3.zip"
             let signed = try BundleFactory.sign(try BundleFactory.zip(BundleFactory.helloFiles), versionId: "ver-3", key: app.key)
-            try Data(signed.zip).write(to: URL(fileURLWithPath: zip))
+            try writeTestFile(zip, Data(signed.zip))
             let offline = try await runCached(server, cache: cache, ["install", zip, "--app-id", "app-hello", "--version-id", "ver-3", "--signature", signed.signature, "--key-id", "key-1", "--offline", "--json"])
             #expect(offline.status == 0, "stderr: \(offline.stderr)")
             #expect((try offline.json() as? [String: Any])?["signature"] as? String == "verified")
@@ -220,7 +222,7 @@ import Testing
             let target = cache + "/" + place.replacingOccurrences(of: "NS", with: namespace)
             let victim = work + "/victim"
             try FileManager.default.createDirectory(atPath: victim, withIntermediateDirectories: true)
-            try Data("do not delete".utf8).write(to: URL(fileURLWithPath: victim + "/canary"))
+            try writeTestFile(victim + "/canary", Data("do not delete".utf8))
             let link: String
             if place == "permissions.sqlite" {
                 try FileManager.default.moveItem(atPath: target, toPath: victim + "/permissions.sqlite")
@@ -255,7 +257,7 @@ import Testing
         try await withTestServer({ [app] in app.fixture.handle($0) }) { server in
             let cache = work + "/cache"
             let config = work + "/config.json"
-            try #"{"lockTimeoutSeconds": 1}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            try writeTestFile(config, #"{"lockTimeoutSeconds": 1}"#)
             let environment = ["MINIAPP_CONFIG": config]
             #expect(try await runCached(server, cache: cache, ["download", "app-hello"], environment: environment).status == 0)
             #expect(try await runCached(server, cache: cache, ["permissions", "grant", "app-hello", "rakuten.miniapp.user.USER_NAME"], environment: environment).status == 0)
@@ -330,7 +332,7 @@ import Testing
             let intact = try await CommandRunner.run(["cache", "verify", "--json"], environment: environment, user: 65534)
             #expect(intact.status == 0, "\(intact.stderr)")
             #expect((try intact.json() as? [[String: Any]])?.map { $0["intact"] as? Bool } == [true])
-            try "<html>changed</html>".write(toFile: path + "/index.html", atomically: false, encoding: .utf8)
+            try writeTestFile(path + "/index.html", "<html>changed</html>")
             expectFailure(try await CommandRunner.run(["cache", "verify"], environment: environment, user: 65534), status: 65, mentioning: "damaged")
         }
     }
@@ -347,12 +349,12 @@ import Testing
                 // A record from before the digest was kept.
                 var record = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: version + "/record.json"))) as? [String: Any])
                 #expect(record.removeValue(forKey: "fileList") != nil)
-                try JSONSerialization.data(withJSONObject: record).write(to: URL(fileURLWithPath: version + "/record.json"))
+                try writeTestFile(version + "/record.json", JSONSerialization.data(withJSONObject: record))
             }
             #expect(!first.stdout.contains("fileList"), "the digest stays in record.json")
             let list = try String(contentsOfFile: version + "/files.list", encoding: .utf8)
-            try (String(list.split(separator: "\n")[0]) + "\n").write(toFile: version + "/files.list", atomically: false, encoding: .utf8)
-            try "<html>changed</html>".write(toFile: path + "/index.html", atomically: false, encoding: .utf8)
+            try writeTestFile(version + "/files.list", (String(list.split(separator: "\n")[0]) + "\n"))
+            try writeTestFile(path + "/index.html", "<html>changed</html>")
             // Without its kept zip, the version cannot be repaired offline.
             for zip in try FileManager.default.contentsOfDirectory(atPath: version) where zip.hasSuffix(".zip") {
                 try FileManager.default.removeItem(atPath: version + "/" + zip)
@@ -375,7 +377,7 @@ import Testing
                 let recordPath = (path as NSString).deletingLastPathComponent + "/record.json"
                 var record = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: recordPath))) as? [String: Any])
                 record["sizeBytes"] = Int64(5_000_000_000_000_000_000)  // two of them overflow Int64
-                try JSONSerialization.data(withJSONObject: record).write(to: URL(fileURLWithPath: recordPath))
+                try writeTestFile(recordPath, JSONSerialization.data(withJSONObject: record))
             }
             let pruned = try await runCached(server, cache: cache, ["cache", "prune", "--max-bytes", "1000", "--json"])
             #expect(pruned.status == 0, "\(pruned.stderr)")

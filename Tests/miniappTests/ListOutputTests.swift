@@ -25,8 +25,8 @@ import Testing
             let key = try SigningKey.generate()
             let signed = try BundleFactory.sign(try BundleFactory.zip(BundleFactory.helloFiles), versionId: "v3", key: key)
             let work = try TemporaryDirectory.make().path
-            try Data(signed.zip).write(to: URL(fileURLWithPath: work + "/app.zip"))
-            try Data(key.publicKey.pem.utf8).write(to: URL(fileURLWithPath: work + "/key.pem"))
+            try writeTestFile(work + "/app.zip", Data(signed.zip))
+            try writeTestFile(work + "/key.pem", Data(key.publicKey.pem.utf8))
             let installed = try await runAgainst(server, ["install", work + "/app.zip", "--app-id", "app-00003", "--version-id", "v3", "--signature", signed.signature, "--public-key", work + "/key.pem", "--cache-dir", cache])
             #expect(installed.status == 0, "stderr: \(installed.stderr)")
             var digests: [String: String] = [:]

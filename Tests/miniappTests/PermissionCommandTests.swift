@@ -48,7 +48,7 @@ import Testing
         }
         #expect(try await run(["permissions", "export", "--format", "store"]).stdout == before)
         let document = work + "/granted.json"
-        try #"[{"permissionName": "rakuten.miniapp.user.USER_NAME", "isPermissionGranted": "ALLOWED"}]"#.write(toFile: document, atomically: true, encoding: .utf8)
+        try writeTestFile(document, #"[{"permissionName": "rakuten.miniapp.user.USER_NAME", "isPermissionGranted": "ALLOWED"}]"#)
         let imported = try await CommandRunner.run(["permissions", "import", "hello", "-"], environment: environment, stdin: document)
         #expect(imported.status == 0, "\(imported.stderr)")
         let shown = try await run(["permissions", "show", "hello", "--json"]).json() as? [[String: Any]]
@@ -90,7 +90,7 @@ import Testing
         let before = try await run(["permissions", "export", "--format", "store"])
         #expect(before.status == 0)
         let pairs = work + "/pairs.json"
-        try Data(#"{"miniAppId": "ghost", "pairValues": [{"first": "rakuten.miniapp.user.USER_NAME", "second": "ALLOWED"}]}"#.utf8).write(to: URL(fileURLWithPath: pairs))
+        try writeTestFile(pairs, Data(#"{"miniAppId": "ghost", "pairValues": [{"first": "rakuten.miniapp.user.USER_NAME", "second": "ALLOWED"}]}"#.utf8))
         for arguments in [["permissions", "grant", "ghost", "USER_NAME"], ["permissions", "deny", "ghost", "USER_NAME"], ["permissions", "import", "ghost", pairs]] {
             expectFailure(try await run(arguments), status: 66, mentioning: "ghost")
         }
@@ -176,21 +176,21 @@ import Testing
             let exported = try await run(["permissions", "export", "hello", "--format", format], store)
             #expect(exported.status == 0)
             let file = work + "/export-\(format).json"
-            try exported.stdout.write(toFile: file, atomically: true, encoding: .utf8)
+            try writeTestFile(file, exported.stdout)
             _ = try await run(["permissions", "reset", "hello"], store)
             let imported = try await run(["permissions", "import", "hello", file, "--json"], store)
             #expect(imported.status == 0, "stderr: \(imported.stderr)")
             let states = try #require(try imported.json() as? [[String: Any]])
             #expect(states.map { $0["status"] as? String } == ["ALLOWED", "DENIED"])
         }
-        try "not json".write(toFile: work + "/bad.json", atomically: true, encoding: .utf8)
+        try writeTestFile(work + "/bad.json", "not json")
         expectFailure(try await run(["permissions", "import", "hello", work + "/bad.json"], store), status: 65)
     }
 
     @Test func aDamagedStoreIsAClearErrorAndStaysAsItWas() async throws {
         try FileManager.default.createDirectory(atPath: work + "/cache", withIntermediateDirectories: true)
         let garbage = Data("this is not a database".utf8) + Data(repeating: 0, count: 4096)
-        try garbage.write(to: URL(fileURLWithPath: work + "/cache/permissions.sqlite"))
+        try writeTestFile(work + "/cache/permissions.sqlite", garbage)
         let cacheOnly = ["MINIAPP_CACHE_DIR": work + "/cache"]
         expectFailure(try await CommandRunner.run(["permissions", "grant", "hello", "USER_NAME"], environment: cacheOnly), status: 65, mentioning: "permission store")
         expectFailure(try await CommandRunner.run(["permissions", "list"], environment: cacheOnly), status: 65)
@@ -222,7 +222,7 @@ import Testing
         // Imported into the same store again, nothing changes: no new history.
         let history = try await run(["permissions", "history", "hello", "--json"], store).stdout
         let file = work + "/store.json"
-        try source.stdout.write(toFile: file, atomically: true, encoding: .utf8)
+        try writeTestFile(file, source.stdout)
         #expect(try await run(["permissions", "import", file], store).status == 0)
         #expect(try await run(["permissions", "history", "hello", "--json"], store).stdout == history)
         expectFailure(try await run(["permissions", "import", work + "/none.json"], store), status: 66)
@@ -245,7 +245,7 @@ import Testing
         let cluster = try await PostgresCluster.shared()
         let database = try await cluster.createDatabase()
         let config = work + "/config.json"
-        try #"{"permissionStore": "\#(cluster.tcpURL(database, password: "wrong-pw"))"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try writeTestFile(config, #"{"permissionStore": "\#(cluster.tcpURL(database, password: "wrong-pw"))"}"#)
         for (arguments, extra) in [
             (["load", "hello", "--offline"], ["MINIAPP_CONFIG": config]),
             (["permissions", "grant", "hello", "USER_NAME", "--permission-store", cluster.tcpURL(database, password: "wrong-pw")], [:]),

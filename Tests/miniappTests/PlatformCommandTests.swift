@@ -193,8 +193,7 @@ func expectFailure(_ result: CommandResult, status: Int32, mentioning text: Stri
             let configDirectory = home.appendingPathComponent(".config/miniapp")
             try FileManager.default.createDirectory(at: configDirectory, withIntermediateDirectories: true)
             let base = server.baseURL.absoluteString.dropLast()
-            try #"{"platform": "\#(base)", "projectId": "proj-1", "subscriptionKey": "sub-key-42"}"#
-                .write(to: configDirectory.appendingPathComponent("config.json"), atomically: true, encoding: .utf8)
+            try writeTestFile(configDirectory.appendingPathComponent("config.json").path, #"{"platform": "\#(base)", "projectId": "proj-1", "subscriptionKey": "sub-key-42"}"#)
             let result = try await CommandRunner.run(["list", "--json"], environment: ["HOME": home.path])
             #expect(result.status == 0, "stderr: \(result.stderr)")
             #expect(server.requests.first?.uri == "/host/proj-1/miniapps/")

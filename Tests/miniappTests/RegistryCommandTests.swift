@@ -78,13 +78,13 @@ func fetch(_ url: URL, headers: [String: String] = [:]) async throws -> (Int, [S
     @Test func signMatchesStockOpenSSLVerification() async throws {
         _ = try await CommandRunner.run(["keygen", "--out", work + "/k"])
         let zip = work + "/app.zip"
-        try Data(try BundleFactory.zip(BundleFactory.helloFiles)).write(to: URL(fileURLWithPath: zip))
+        try writeTestFile(zip, Data(try BundleFactory.zip(BundleFactory.helloFiles)))
         let signed = try await CommandRunner.run(["sign", zip, "--version-id", "v-42", "--key", work + "/k.pem", "--json"])
         #expect(signed.status == 0, "stderr: \(signed.stderr)")
         let signature = try #require((try signed.json() as? [String: String])?["signature"])
-        try Data(base64Encoded: signature)!.write(to: URL(fileURLWithPath: work + "/sig.der"))
+        try writeTestFile(work + "/sig.der", Data(base64Encoded: signature)!)
         let digest = SHA256Digest.hash([UInt8](try Data(contentsOf: URL(fileURLWithPath: zip)))).hexString
-        try Data(("v-42" + digest).utf8).write(to: URL(fileURLWithPath: work + "/msg"))
+        try writeTestFile(work + "/msg", Data(("v-42" + digest).utf8))
         #expect(await runTool("/usr/bin/openssl", ["dgst", "-sha256", "-verify", work + "/k.pub.pem", "-signature", work + "/sig.der", work + "/msg"]) == 0)
     }
 

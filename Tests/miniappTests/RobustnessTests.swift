@@ -41,7 +41,7 @@ func noise(_ count: Int, seed: UInt64) -> String {
             let before = CacheSnapshot(cache)
             // Patient timeouts: this is about the disk, and a loaded machine must not turn it into a 69.
             let config = work + "/patient-config.json"
-            try #"{"timeouts": {"readSeconds": 60}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            try writeTestFile(config, #"{"timeouts": {"readSeconds": 60}}"#)
             let result = try await runCached(server, cache: cache, ["download", "app-hello"], environment: ["MINIAPP_CONFIG": config])
             expectFailure(result, status: 74, mentioning: "disk space")
             #expect(CacheSnapshot(cache) == before)
@@ -59,7 +59,7 @@ func noise(_ count: Int, seed: UInt64) -> String {
             #expect(flock(descriptor, LOCK_EX) == 0)
             defer { close(descriptor) }
             let config = work + "/config.json"
-            try #"{"lockTimeoutSeconds": 1, "retry": {"initialDelayMs": 10}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            try writeTestFile(config, #"{"lockTimeoutSeconds": 1, "retry": {"initialDelayMs": 10}}"#)
             let result = try await runCached(server, cache: cache, ["download", "app-hello", "--version", "ver-1"], environment: ["MINIAPP_CONFIG": config])
             expectFailure(result, status: 73, mentioning: "locked")
             #expect(CacheSnapshot(cache).files.isEmpty)

@@ -30,7 +30,7 @@ import Testing
     func rollBack(_ versionId: String, registry: String) throws {
         try FileManager.default.moveItem(atPath: registry + "/apps/demo/versions/" + versionId, toPath: work + "/withheld-" + versionId)
         let generation = Registry(root: registry).generation
-        try Data("\(generation + 1)\n".utf8).write(to: URL(fileURLWithPath: registry + "/.generation"))
+        try writeTestFile(registry + "/.generation", Data("\(generation + 1)\n".utf8))
     }
 
     /// Everything under the cache folder, with each file's bytes: what a refused command must leave as it was.
@@ -172,9 +172,9 @@ import Testing
         #expect(try await CommandRunner.run(["cache", "verify"] + common).status == 0)
 
         let record = (folder as NSString).deletingLastPathComponent + "/record.json"
-        try Data("{\"id\": \"demo\", broken".utf8).write(to: URL(fileURLWithPath: record))
+        try writeTestFile(record, Data("{\"id\": \"demo\", broken".utf8))
         let memory = try #require(FileManager.default.enumerator(atPath: cache + "/history")?.allObjects.compactMap { $0 as? String }.first { $0.hasSuffix("/demo.json") })
-        try Data("[]".utf8).write(to: URL(fileURLWithPath: cache + "/history/" + memory))
+        try writeTestFile(cache + "/history/" + memory, Data("[]".utf8))
 
         let verified = try await CommandRunner.run(["cache", "verify", "--json"] + common)
         #expect(verified.status == 65)

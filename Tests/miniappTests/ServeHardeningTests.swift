@@ -190,7 +190,7 @@ let nginxPath: String? = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/
         defer { stop(process) }
         let zipURL = base.appendingPathComponent("files/min-hello/ver-\(versionId)/bundle.zip")
         let secret = work + "/secret.zip"
-        try Data("outside the registry".utf8).write(to: URL(fileURLWithPath: secret))
+        try writeTestFile(secret, Data("outside the registry".utf8))
 
         try FileManager.default.moveItem(atPath: version + "/bundle.zip", toPath: work + "/real.zip")
         try FileManager.default.createSymbolicLink(atPath: version + "/bundle.zip", withDestinationPath: secret)
@@ -201,7 +201,7 @@ let nginxPath: String? = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/
         #expect(try await fetch(zipURL).0 == 404)
 
         // A linked manifest.json is not read through the metadata endpoint.
-        try #"{"customMetaData": {"leak": "outside the registry"}}"#.write(toFile: work + "/outside.json", atomically: true, encoding: .utf8)
+        try writeTestFile(work + "/outside.json", #"{"customMetaData": {"leak": "outside the registry"}}"#)
         try FileManager.default.removeItem(atPath: version + "/manifest.json")
         try FileManager.default.createSymbolicLink(atPath: version + "/manifest.json", withDestinationPath: work + "/outside.json")
         let metadata = try await fetch(base.appendingPathComponent("host/p/miniapp/hello/version/\(versionId)/metadata"))
@@ -261,7 +261,7 @@ let nginxPath: String? = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/
             try FileManager.default.createDirectory(atPath: root + "/apps/\(folder)/versions", withIntermediateDirectories: true)
             try FileManager.default.copyItem(atPath: root + "/apps/hello/versions/" + (try FileManager.default.contentsOfDirectory(atPath: root + "/apps/hello/versions")[0]),
                                              toPath: root + "/apps/\(folder)/versions/v-1")
-            try #"{"id": "\#(id)", "displayName": "Planted"}"#.write(toFile: root + "/apps/\(folder)/app.json", atomically: true, encoding: .utf8)
+            try writeTestFile(root + "/apps/\(folder)/app.json", #"{"id": "\#(id)", "displayName": "Planted"}"#)
         }
         let (process, base, log) = try await startServe(root)
         let (status, _, body) = try await fetch(base.appendingPathComponent("host/p/miniapps"))
@@ -485,9 +485,9 @@ let nginxPath: String? = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/
         let prefix = work + "/nginx"
         try FileManager.default.createDirectory(atPath: prefix + "/root/logs", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: prefix + "/logs", withIntermediateDirectories: true)
-        try whole.write(to: URL(fileURLWithPath: prefix + "/root/bundle.zip"))
+        try writeTestFile(prefix + "/root/bundle.zip", whole)
         let port = try freePort()
-        try """
+        try writeTestFile(prefix + "/nginx.conf", """
             daemon off; master_process off; pid \(prefix)/nginx.pid; error_log \(prefix)/error.log;
             events {}
             http {
@@ -496,7 +496,7 @@ let nginxPath: String? = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/
                 uwsgi_temp_path \(prefix)/tmp; scgi_temp_path \(prefix)/tmp;
                 server { listen 127.0.0.1:\(port); root \(prefix)/root; }
             }
-            """.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
+            """)
         let nginx = try ChildProcess(try #require(nginxPath), ["-p", prefix, "-c", prefix + "/nginx.conf"])
         defer { nginx.stop() }
         let nginxURL = try #require(URL(string: "http://127.0.0.1:\(port)/bundle.zip"))

@@ -53,7 +53,7 @@ struct SettingDeclarationTests {
         let byVariable = try ConfigurationLoader(environment: base.merging([setting.variable: sample.variable]) { $1 }, currentDirectory: home).load()
 
         let file = home + "/config.json"
-        try Data("{\"\(setting.key)\": \(sample.json)}".utf8).write(to: URL(fileURLWithPath: file))
+        try writeTestFile(file, Data("{\"\(setting.key)\": \(sample.json)}".utf8))
         let byKey = try ConfigurationLoader(environment: base.merging(["MINIAPP_CONFIG": file]) { $1 }, currentDirectory: home).load()
 
         #expect(byFlag != defaults, "\(setting.flag) changed nothing")

@@ -105,16 +105,15 @@ struct SettingUse: Sendable, CustomTestStringConvertible {
     func fixture(for command: SettingUse) async throws -> [String: String] {
         let environment = ["MINIAPP_PLATFORM": work + "/registry", "MINIAPP_CACHE_DIR": work + "/cache"]
         try await succeed(["keygen", "--out", work + "/k"])
-        try Data(try BundleFactory.zip(BundleFactory.helloFiles)).write(to: URL(fileURLWithPath: work + "/app.zip"))
+        try writeTestFile(work + "/app.zip", Data(try BundleFactory.zip(BundleFactory.helloFiles)))
         try await succeed(["publish", work + "/app.zip", "--registry", work + "/registry", "--app-id", "hello", "--version-tag", "1.0.0", "--key", work + "/k.pem"])
         guard ["cache", "permissions", "info", "manifest"].contains(command.arguments[0]) else { return environment }
         try await succeed(["download", "hello"], environment)
         guard command.arguments[0] == "permissions" else { return environment }
         try await succeed(["permissions", "grant", "hello", "LOCATION"], environment)
-        try Data(#"{"miniAppId": "hello", "pairValues": [{"first": "rakuten.miniapp.user.USER_NAME", "second": "ALLOWED"}]}"#.utf8)
-            .write(to: URL(fileURLWithPath: work + "/pairs.json"))
+        try writeTestFile(work + "/pairs.json", #"{"miniAppId": "hello", "pairValues": [{"first": "rakuten.miniapp.user.USER_NAME", "second": "ALLOWED"}]}"#)
         let store = try await succeed(["permissions", "export", "--format", "store"], environment)
-        try Data(store.stdout.utf8).write(to: URL(fileURLWithPath: work + "/store.json"))
+        try writeTestFile(work + "/store.json", Data(store.stdout.utf8))
         return environment
     }
 
@@ -134,7 +133,7 @@ struct SettingUse: Sendable, CustomTestStringConvertible {
         }
         var environment = base.merging(bad.environment(notYet: work + "/not-yet")) { _, new in new }
         if let text = bad.configFile {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: work + "/config.json"))
+            try writeTestFile(work + "/config.json", Data(text.utf8))
             environment["MINIAPP_CONFIG"] = work + "/config.json"
         }
         return (arguments, environment)

@@ -66,7 +66,7 @@ import Testing
         #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: kept)) ?? []).isSuperset(of: ["root.json", "timestamp.json", "snapshot.json", "targets.json"]))
         // The cache tells of kept metadata that cannot be read, as of a record.
         #expect(try await run(["cache", "verify", "--cache-dir", cache]).status == 0)
-        try Data("{\"signed\": ".utf8).write(to: URL(fileURLWithPath: kept + "/snapshot.json"))
+        try writeTestFile(kept + "/snapshot.json", Data("{\"signed\": ".utf8))
         let verified = try await run(["cache", "verify", "--cache-dir", cache, "--json"])
         #expect(verified.status == 65)
         let entries = try #require(try verified.json() as? [[String: Any]])
@@ -130,13 +130,13 @@ import Testing
         // A zip swapped with one its publisher signed again: the platform's signature verifies, TUF's hash does not.
         let version = registry + "/apps/demo/versions/v100"
         let other = try BundleFactory.zip(BundleFactory.helloFiles.merging(["version.txt": "evil"]) { _, new in new })
-        try Data(other).write(to: URL(fileURLWithPath: version + "/bundle.zip"))
+        try writeTestFile(version + "/bundle.zip", Data(other))
         let signed = try await run(["sign", version + "/bundle.zip", "--version-id", "v100", "--key", work + "/publisher.pem"])
         var entry = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: version + "/version.json"))) as? [String: Any])
         entry["signature"] = signed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         entry["sha256"] = SHA256Digest.hash(other).hexString
         entry["sizeBytes"] = other.count
-        try JSONSerialization.data(withJSONObject: entry).write(to: URL(fileURLWithPath: version + "/version.json"))
+        try writeTestFile(version + "/version.json", JSONSerialization.data(withJSONObject: entry))
         let swapped = try await run(["download", "demo", "--version", "v100", "--json"] + common)
         expectFailure(swapped, status: 65, mentioning: "TUF target demo/v100/bundle.zip: the zip")
         #expect(bundles().isEmpty)

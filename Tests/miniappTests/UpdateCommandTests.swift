@@ -64,7 +64,7 @@ import Testing
         let (server, url, log) = try await startServe(registry)
         defer { server.terminate() }
         let config = work + "/no-delta.json"
-        try #"{"delta": false}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try writeTestFile(config, #"{"delta": false}"#)
         func environment(_ cache: String) -> [String: String] {
             ["MINIAPP_PLATFORM": url.absoluteString, "MINIAPP_PROJECT_ID": "any-project", "MINIAPP_CACHE_DIR": work + "/" + cache]
         }
@@ -197,7 +197,7 @@ import Testing
         var paths: [String] = []
         for version in [1, 2] {
             let zip = work + "/v\(version).zip"
-            try Data(try BundleFactory.zip(BundleFactory.updateFiles(version: version))).write(to: URL(fileURLWithPath: zip))
+            try writeTestFile(zip, Data(try BundleFactory.zip(BundleFactory.updateFiles(version: version))))
             let signed = try await CommandRunner.run(["sign", zip, "--version-id", "v-\(version)", "--key", key + ".pem", "--json"])
             let signature = try #require((try signed.json() as? [String: String])?["signature"])
             let installed = try record(try await CommandRunner.run([
@@ -219,7 +219,7 @@ import Testing
         // The key given with the bundle is what a repair checks the kept zip with, offline.
         let damaged = paths[1] + "/assets/part-5.js"
         chmod(damaged, 0o644)
-        try "changed".write(toFile: damaged, atomically: false, encoding: .utf8)
+        try writeTestFile(damaged, "changed")
         let repaired = try record(try await CommandRunner.run(["download", "hello", "--version", "v-2", "--offline", "--cache-dir", cache, "--json"]))
         #expect(repaired["repairedAt"] is String)
         #expect(repaired["source"] as? String == "cache", "this command got it from the cache")

@@ -78,8 +78,8 @@ import Testing
         let work = try TemporaryDirectory.make().path
         let seed = work + "/seed.zip"
         let signed = try BundleFactory.sign(try BundleFactory.zip(BundleFactory.helloFiles), versionId: "v-0", key: key)
-        try Data(signed.zip).write(to: URL(fileURLWithPath: seed))
-        try key.publicKey.pem.write(toFile: work + "/key.pem", atomically: true, encoding: .utf8)
+        try writeTestFile(seed, Data(signed.zip))
+        try writeTestFile(work + "/key.pem", key.publicKey.pem)
         let result = try await CommandRunner.run(
             ["install", seed, "--app-id", "corpus", "--version-id", "v-0", "--signature", signed.signature, "--public-key", work + "/key.pem"],
             environment: ["MINIAPP_CACHE_DIR": work + "/cache"]
@@ -109,7 +109,7 @@ import Testing
         try FileManager.default.copyItem(atPath: shared.cache, toPath: cache)
         let cacheBefore = CacheTree(cache)
         try FileManager.default.createDirectory(atPath: work + "/outside", withIntermediateDirectories: true)
-        try Data("sentinel".utf8).write(to: URL(fileURLWithPath: work + "/outside/sentinel"))
+        try writeTestFile(work + "/outside/sentinel", Data("sentinel".utf8))
 
         let result = try await CommandRunner.run(
             ["install", zip, "--app-id", "corpus", "--version-id", "v-1", "--signature", signed.signature, "--public-key", shared.key, "--json"],
