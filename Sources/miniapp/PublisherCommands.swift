@@ -95,6 +95,15 @@ enum KeyFiles {
     }
 }
 
+/// A subscription key file that cannot be read or holds no key.
+struct SubscriptionKeyFileError: CategorizedError {
+    var path: String
+    var reason: String
+
+    var category: ErrorCategory { .usage }
+    var description: String { "cannot use --subscription-key-file \(path): \(reason)" }
+}
+
 /// A key file that cannot be written.
 enum KeyFileError: CategorizedError {
     case unwritable(path: String, reason: String)
@@ -237,6 +246,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("subscription-key"), help: "Require 'apiKey: ras-<key>' on every JSON endpoint.")
     var subscriptionKey: String?
 
+    @Option(name: .customLong("subscription-key-file"), help: "Read the subscription key from this file (its first line), so that it is not on the command line, where other users of the machine can read it.")
+    var subscriptionKeyFile: String?
+
     @Option(name: .customLong("public-url"), help: "The base URL clients reach the server at (behind a proxy or CDN), for the zip URLs it hands out (default: the request's Host when valid, else the listening address).")
     var publicURL: String?
 
@@ -285,9 +297,26 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--public-url must be an http:// or https:// URL with a host and no query, such as https://apps.example.com/")
         }
         if let projectId, !Identifier.isValid(projectId) { throw ValidationError("invalid --project-id '\(projectId)'") }
+        if subscriptionKey != nil, subscriptionKeyFile != nil { throw ValidationError("give --subscription-key or --subscription-key-file, not both") }
+    }
+
+    /// `--subscription-key`, or the first line of `--subscription-key-file`.
+    func key() throws -> String? {
+        guard let subscriptionKeyFile else { return subscriptionKey }
+        let line: Substring
+        do {
+            let bytes = try FileReading.read(subscriptionKeyFile, limit: keyFileLimit).bytes()
+            line = String(decoding: bytes, as: UTF8.self).split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        } catch {
+            throw SubscriptionKeyFileError(path: subscriptionKeyFile, reason: error.description)
+        }
+        let key = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
+        guard !key.isEmpty else { throw SubscriptionKeyFileError(path: subscriptionKeyFile, reason: "its first line is empty") }
+        return key
     }
 
     func run() async throws {
+        let subscriptionKey = try key()
         var log: (@Sendable (String) -> Void)?
         if !quiet {
             log = { line in Console.standardError(line) }

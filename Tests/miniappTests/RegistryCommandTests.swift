@@ -117,6 +117,32 @@ func fetch(_ url: URL, headers: [String: String] = [:]) async throws -> (Int, [S
         #expect(server.terminationStatus == 0, "SIGINT stops serve gracefully")
     }
 
+    @Test func serveTakesItsSubscriptionKeyFromAFile() async throws {
+        let (registry, _, _) = try await publishedRegistry()
+        try writeTestFile(work + "/key", "fr0m-a-file\nsecond-line\n")
+        let (server, url, log) = try await startServe(registry, ["--subscription-key-file", work + "/key"])
+        defer { server.terminate() }
+        var environment = ["MINIAPP_PLATFORM": url.absoluteString, "MINIAPP_PROJECT_ID": "p", "MINIAPP_CACHE_DIR": work + "/cache", "MINIAPP_SUBSCRIPTION_KEY": "fr0m-a-file"]
+        let listed = try await CommandRunner.run(["list", "--json"], environment: environment)
+        #expect(listed.status == 0, "stderr: \(listed.stderr)")
+        environment["MINIAPP_SUBSCRIPTION_KEY"] = "second-line"
+        expectFailure(try await CommandRunner.run(["list"], environment: environment), status: 77)
+        server.interrupt()
+        await server.exited()
+        #expect(!(try String(contentsOf: log, encoding: .utf8)).contains("fr0m-a-file"), "the key never reaches the log")
+
+        // A key given twice, a file that cannot be read and an empty first line: one line each, 64.
+        try writeTestFile(work + "/empty", "\nkey on the second line\n")
+        for (extra, says) in [
+            (["--subscription-key", "k", "--subscription-key-file", work + "/key"], "not both"),
+            (["--subscription-key-file", work + "/missing"], work + "/missing"),
+            (["--subscription-key-file", work + "/empty"], "first line is empty"),
+        ] {
+            let result = try await CommandRunner.run(["serve", registry, "--port", "0"] + extra, timeoutSeconds: 60)
+            expectFailure(result, status: 64, mentioning: says)
+        }
+    }
+
     @Test func servedAPIMatchesTheSpecShapes() async throws {
         let (registry, key, versionId) = try await publishedRegistry()
         let (server, url, log) = try await startServe(registry, ["--project-id", "proj-9"])
