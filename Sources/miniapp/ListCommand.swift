@@ -38,13 +38,7 @@ struct ListCommand: AsyncParsableCommand {
                 })
                 cached = Array(repeating: true, count: list.entries.count)
             } else {
-                // A remote platform's list is printed from its own bytes (``AppListText``), a registry's from its records.
-                let platform = try runtime.platform()
-                if let client = platform as? PlatformClient {
-                    list = try await client.appListText()
-                } else {
-                    list = AppListText(records: try await platform.listApps())
-                }
+                list = try await runtime.appListText()
                 let folders = cache.appFolderNames()
                 cached = folders.isEmpty ? Array(repeating: false, count: list.entries.count) : list.withTexts { texts in
                     list.entries.map { entry in

@@ -46,19 +46,19 @@ func makeConfiguration(_ server: TestHTTPServer, cache: String, policy: Signatur
     )
 }
 
-/// Runs `body` with an installer (and its platform client) for `configuration`.
+/// Runs `body` with the installer of a runtime for `configuration` (its platform reached as
+/// `connections` says, and its zips the same way), as a host gets it.
 func withInstaller<Result: Sendable>(
     _ configuration: MiniAppConfiguration, logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
     connections: PlatformConnections = .pooled, _ body: (BundleInstaller) async throws -> Result
 ) async throws -> Result {
-    let platform = configuration.offline ? nil : try PlatformClient(configuration: configuration, executor: directTestExecutor, connections: connections)
-    defer { _ = platform }
+    let runtime = MiniAppRuntime(configuration: configuration, connections: connections, executor: BlockingExecutor(), logger: logger)
     do {
-        let result = try await withInstaller(configuration, platform: platform, logger: logger, body)
-        try await platform?.shutdown()
+        let result = try await body(try runtime.installer())
+        await runtime.shutdown()
         return result
     } catch {
-        try await platform?.shutdown()
+        await runtime.shutdown()
         throw error
     }
 }

@@ -49,13 +49,10 @@ public final class BundleInstaller: Sendable {
         executor: BlockingExecutor, permissionStore: PermissionStore? = nil,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(ConfigurationError) {
-        // Zips go over the platform client's transport, when it is one: one HTTP stack, reached as the
-        // caller chose for the platform.
-        let shared = httpClient == nil ? (platform as? PlatformClient)?.transport : nil
         try self.init(
             configuration: configuration, platform: platform, ownsPlatform: false,
-            transport: shared ?? HTTPTransport(network: configuration.network, httpClient: httpClient, executor: executor, connections: .pooled),
-            ownsTransport: shared == nil,
+            transport: HTTPTransport(network: configuration.network, httpClient: httpClient, executor: executor, connections: .pooled),
+            ownsTransport: true,
             executor: executor, permissions: PermissionAccess(store: permissionStore, configuration: configuration, executor: executor), logger: logger
         )
     }
@@ -69,7 +66,7 @@ public final class BundleInstaller: Sendable {
     ) throws {
         let transport = HTTPTransport(network: configuration.network, httpClient: httpClient, executor: executor, connections: .pooled)
         let platform = configuration.offline || configuration.platform == nil
-            ? nil : try Platforms.open(configuration, executor: executor, logger: logger, transport: { (transport, false) })
+            ? nil : try Platforms.open(configuration, executor: executor, logger: logger, transport: { (transport, false) }).api
         try self.init(
             configuration: configuration, platform: platform, ownsPlatform: true, transport: transport, ownsTransport: true,
             executor: executor, permissions: PermissionAccess(store: permissionStore, configuration: configuration, executor: executor), logger: logger

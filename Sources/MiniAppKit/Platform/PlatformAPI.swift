@@ -34,22 +34,22 @@ public enum Platforms {
     ) throws -> any PlatformAPI {
         try open(configuration, executor: executor, logger: logger) {
             (HTTPTransport(network: configuration.network, httpClient: httpClient, executor: executor, connections: connections), true)
-        }
+        }.api
     }
 
-    /// The platform `configuration` names; a remote one goes over the transport `transport` gives,
-    /// which it shuts down when that says it owns it.
+    /// The platform `configuration` names, as the type it is; a remote one goes over the transport
+    /// `transport` gives, which it shuts down when that says it owns it.
     static func open(
         _ configuration: MiniAppConfiguration, executor: BlockingExecutor, logger: Logger, transport: () -> (HTTPTransport, owned: Bool)
-    ) throws -> any PlatformAPI {
+    ) throws -> OpenedPlatform {
         switch configuration.platform {
         case nil:
             throw ConfigurationError.missingPlatform
         case .registry(let path)?:
-            return try RegistryPlatform(root: path, preview: configuration.preview, executor: executor)
+            return .registry(try RegistryPlatform(root: path, preview: configuration.preview, executor: executor))
         case .remote?:
             let (transport, owned) = transport()
-            return try PlatformClient(configuration: configuration, transport: transport, ownsTransport: owned, logger: logger)
+            return .remote(try PlatformClient(configuration: configuration, transport: transport, ownsTransport: owned, logger: logger))
         }
     }
 
@@ -76,5 +76,28 @@ extension PlatformAPI {
     public func app(_ appId: String, version versionId: String?) async throws -> AppRecord {
         if let versionId { return try await app(appId, version: versionId) }
         return try await latestVersion(ofApp: appId)
+    }
+}
+
+/// A platform the library opened, as the type it is: what only one kind can do is reached without a
+/// cast past ``PlatformAPI``.
+enum OpenedPlatform: Sendable {
+    case remote(PlatformClient)
+    case registry(RegistryPlatform)
+
+    var api: any PlatformAPI {
+        switch self {
+        case .remote(let client): client
+        case .registry(let registry): registry
+        }
+    }
+
+    /// The app list as texts (``AppListText``): a remote platform's from its own bytes, a registry's
+    /// from its records.
+    func appListText() async throws -> AppListText {
+        switch self {
+        case .remote(let client): try await client.appListText()
+        case .registry(let registry): AppListText(records: try await registry.listApps())
+        }
     }
 }

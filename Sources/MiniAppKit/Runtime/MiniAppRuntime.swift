@@ -28,7 +28,7 @@ public final class MiniAppRuntime: Sendable {
     private struct Opened {
         /// The one way to the network of the platform and the installer's downloads.
         var transport: HTTPTransport?
-        var platform: (any PlatformAPI)?
+        var platform: OpenedPlatform?
         var installer: BundleInstaller?
     }
 
@@ -63,9 +63,15 @@ public final class MiniAppRuntime: Sendable {
     /// The configured platform, opened at the first call; throws ``ConfigurationError`` when none is
     /// configured or its settings are incomplete.
     public func platform() throws -> any PlatformAPI {
-        try opened.withLock { opened throws -> any PlatformAPI in
+        try opened.withLock { opened throws -> OpenedPlatform in
             try platform(&opened)
-        }
+        }.api
+    }
+
+    /// The configured platform's app list as texts (``AppListText``), for printing it without making a
+    /// record of each app.
+    package func appListText() async throws -> AppListText {
+        try await opened.withLock { opened throws -> OpenedPlatform in try platform(&opened) }.appListText()
     }
 
     /// The installer, made at the first call, with the platform unless the configuration is offline or
@@ -73,7 +79,7 @@ public final class MiniAppRuntime: Sendable {
     public func installer() throws -> BundleInstaller {
         try opened.withLock { opened throws -> BundleInstaller in
             if let installer = opened.installer { return installer }
-            let platform = configuration.offline || configuration.platform == nil ? nil : try platform(&opened)
+            let platform = configuration.offline || configuration.platform == nil ? nil : try platform(&opened).api
             let installer = try BundleInstaller(
                 configuration: configuration, platform: platform, ownsPlatform: false, transport: transport(&opened), ownsTransport: false,
                 executor: executor, permissions: permissions, logger: logger
@@ -99,13 +105,13 @@ public final class MiniAppRuntime: Sendable {
             return (opened.transport, opened.platform, opened.installer)
         }
         await installer?.shutdown()
-        await platform?.close()
+        await platform?.api.close()
         try? await transport?.shutdown()
         await permissions.close()
         await executor.shutdown()
     }
 
-    private func platform(_ opened: inout Opened) throws -> any PlatformAPI {
+    private func platform(_ opened: inout Opened) throws -> OpenedPlatform {
         if let platform = opened.platform { return platform }
         let platform = try Platforms.open(configuration, executor: executor, logger: logger) { (transport(&opened), false) }
         opened.platform = platform
