@@ -52,7 +52,7 @@ if base.transports.contains(.miniAppBridge) {
     dialect = BridgeDialect(name: base.name, title: base.title, transports: transports, launch: base.launch, actions: base.actions + [bench], events: base.events)
 }
 let identity = BridgeIdentity(secret: Array(repeating: 1, count: 32))
-let host = BrowserHost(installer: try runtime.installer(), store: store, identity: identity, dialect: dialect, customActions: customActions)
+let host = try await BrowserHost(runtime: runtime, identity: identity, dialect: dialect, customActions: customActions)
 _ = try await host.develop(folder: folder, appId: "bench")
 try await host.run { url in
     FileHandle.standardOutput.write(Data((url.absoluteString + "\n").utf8))

@@ -24,8 +24,7 @@ guard arguments.count == 3 else {
 var configuration = MiniAppConfiguration(cacheDirectory: arguments[2])
 configuration.offline = true
 let runtime = MiniAppRuntime(configuration: configuration)
-let store = try await runtime.permissionStore()
-let host = BrowserHost(installer: try runtime.installer(), store: store, identity: BridgeIdentity(secret: Array(repeating: 5, count: 32)))
+let host = try await BrowserHost(runtime: runtime, identity: BridgeIdentity(secret: Array(repeating: 5, count: 32)))
 _ = try await host.develop(folder: arguments[1], appId: "bench")
 guard let dispatcher = host.dispatcher(appId: "bench") else { fatalError("the host serves no bench app") }
 

@@ -37,8 +37,8 @@ struct HostService: Sendable {
             let store = try await runtime.permissionStore()
             let installer = try runtime.installer()
             let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory, executor: runtime.executor)
-            let browser = BrowserHost(
-                installer: installer, store: store, profile: profile, identity: identity, port: browserPort, dialect: dialect, logger: logger
+            let browser = try await BrowserHost(
+                runtime: runtime, profile: profile, identity: identity, port: browserPort, dialect: dialect, logger: logger
             )
             return HostService(
                 runtime: runtime, platform: platform, installer: installer, store: store, browser: browser,

@@ -18,7 +18,7 @@ extension BrowserHost {
     public func develop(folder path: String, appId: String) async throws -> DevelopmentSession {
         try Identifier.validate(appId, as: .app)
         let language = installer.configuration.language
-        let (folder, reading) = try await installer.executor.run { () throws -> (String, DevelopmentReading) in
+        let (folder, reading) = try await executor.run { () throws -> (String, DevelopmentReading) in
             guard let folder = Self.realFolder(path) else { throw DevelopmentFolderError.notAFolder(path: path) }
             var info = stat()
             guard lstat(folder + "/index.html", &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
@@ -40,7 +40,7 @@ extension BrowserHost {
     public func watch(_ session: DevelopmentSession) async throws {
         defer { session.continuation.finish() }
         let watcher = try FolderWatcher(root: session.folder)
-        let batches = try watcher.start(on: installer.executor)
+        let batches = try watcher.start(on: executor)
         await withTaskCancellationHandler {
             for await batch in batches {
                 do {
@@ -58,7 +58,7 @@ extension BrowserHost {
     /// What follows a burst of `changed` changes in the session's folder.
     func reload(_ session: DevelopmentSession, changed: Int) async throws {
         let folder = session.folder, language = installer.configuration.language
-        let reading = try await installer.executor.run { DevelopmentReading(folder: folder, language: language) }
+        let reading = try await executor.run { DevelopmentReading(folder: folder, language: language) }
         var manifestChanged = false
         var manifestError: String?
         if !session.isInForce(reading.bytes) {

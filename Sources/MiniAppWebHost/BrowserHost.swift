@@ -21,10 +21,12 @@ import UnixSignals
 /// every host endpoint. Files are served only from the installed version, while its launch gate is open.
 /// Open apps with ``open(_:)`` (before or while it runs), then ``run(onListening:)``.
 public final class BrowserHost: Sendable {
-    /// The installer whose cache holds the apps.
+    /// The installer whose cache holds the apps: the runtime's.
     public let installer: BundleInstaller
-    /// The permission store the bridge and the launch gate read and write.
+    /// The permission store the bridge and the launch gate read and write: the runtime's.
     public let store: PermissionStore
+    /// Where the host's blocking work runs (files, folders, peers): the runtime's executor.
+    let executor: BlockingExecutor
     /// The host's user (user-data answers) and its settings, as the host page last set them
     /// (``setProfile(_:)``): every later call reads it.
     public var profile: HostProfile { profileState.withLockedValue { $0 } }
@@ -79,15 +81,19 @@ public final class BrowserHost: Sendable {
         }
     }
 
-    /// A host for the apps cached by `installer`, speaking `dialect` (the profile's, else Rakuten's,
-    /// when `nil`).
+    /// A host for the apps cached by `runtime`'s installer, with its permission store, speaking
+    /// `dialect` (the profile's, else Rakuten's, when `nil`). Opens the installer and the store when
+    /// the runtime has not yet (see ``MiniAppRuntime/installer()`` and ``MiniAppRuntime/permissionStore()``).
     public init(
-        installer: BundleInstaller, store: PermissionStore, profile: HostProfile = HostProfile(), environment: BridgeEnvironment? = nil,
+        runtime: MiniAppRuntime, profile: HostProfile = HostProfile(), environment: BridgeEnvironment? = nil,
         identity: BridgeIdentity, host: String = "127.0.0.1", port: Int = 0, limits: BridgeLimits = BridgeLimits(),
         dialect: BridgeDialect? = nil, launch: Launch = Launch(), customActions: [String: BridgeAction] = [:],
         services: (@Sendable (_ appId: String, _ defaults: any BridgeHostServices) -> any BridgeHostServices)? = nil,
         logger: Logger = Logger(label: "miniapp.host", factory: { _ in SwiftLogNoOpLogHandler() })
-    ) {
+    ) async throws {
+        let installer = try runtime.installer()
+        let store = try await runtime.permissionStore()
+        self.executor = runtime.executor
         self.dialect = dialect ?? profile.dialect.flatMap { BridgeDialect.builtIn[$0] } ?? .rakuten
         self.launch = launch
         self.layer = services

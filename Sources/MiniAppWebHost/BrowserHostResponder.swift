@@ -89,7 +89,7 @@ struct BrowserHostResponder: HTTPResponder {
             // program must not get one. Checked here, not at every request: reading the kernel's socket
             // tables costs more the more sockets the machine has.
             let remote = context.remoteAddress, local = context.localAddress
-            guard try await host.installer.executor.run({ LoopbackPeer.isOwnUser(remote: remote, local: local) }) else {
+            guard try await host.executor.run({ LoopbackPeer.isOwnUser(remote: remote, local: local) }) else {
                 return Self.text(.forbidden, "the host page answers the user who runs it only")
             }
         }
@@ -333,7 +333,7 @@ struct BrowserHostResponder: HTTPResponder {
         }
         let devices = try await host.store.hostRecords(appId: app.appId, .device)
         let root = app.root
-        let appearance = try await host.installer.executor.run { Self.appearance(under: root) }
+        let appearance = try await host.executor.run { Self.appearance(under: root) }
         var fields: [String: JSONValue] = [
             "displayName": appearance.name.map { .string($0) } ?? .null, "icon": appearance.icon.map { .string($0) } ?? .null,
             "id": .string(app.appId), "versionId": .string(app.versionId), "permissions": .array(items),
@@ -437,7 +437,7 @@ struct BrowserHostResponder: HTTPResponder {
         // extension), gets the app's index.html.
         let routed = host.dialect.launch.singlePageFallback && (Self.isNavigation(request) || !(relative.split(separator: "/").last ?? "").contains("."))
         var response: Response
-        switch try await host.installer.executor.run({ () -> FileLookup in
+        switch try await host.executor.run({ () -> FileLookup in
             let found = Self.lookUp(relative, under: root, readingWhole: isPage)
             if case .missing = found, routed { return Self.lookUp("index.html", under: root, readingWhole: true) }
             return found

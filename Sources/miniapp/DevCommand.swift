@@ -66,8 +66,7 @@ struct DevCommand: AsyncParsableCommand {
         if options.permissionStore == nil { configuration.permissionStore = .sqlite(path: state + "/permissions.sqlite") }
         try await options.withRuntime(configuration, executor: executor) { runtime in
             let identity = try await BrowserHost.identity(keptIn: state, executor: runtime.executor)
-            let store = try await runtime.permissionStore()
-            let host = try hosting.host(installer: try runtime.installer(), store: store, profile: profile, identity: identity, logger: options.logger)
+            let host = try await hosting.host(runtime: runtime, profile: profile, identity: identity, logger: options.logger)
             let session = try await host.develop(folder: root, appId: appId)
             let json = options.json, quiet = options.quiet, open = hosting.open
             try await withThrowingTaskGroup(of: Void.self) { group in

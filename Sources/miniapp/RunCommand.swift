@@ -53,8 +53,7 @@ struct RunCommand: AsyncParsableCommand {
             }
             // Only once the app is installed: a refused run leaves the cache and the store as they were.
             let identity = try await BrowserHost.identity(keptIn: configuration.cacheDirectory, executor: runtime.executor)
-            let store = try await runtime.permissionStore()
-            let host = try hosting.host(installer: installer, store: store, profile: profile, identity: identity, logger: options.logger)
+            let host = try await hosting.host(runtime: runtime, profile: profile, identity: identity, logger: options.logger)
             // A tab of the host's that runs another app: that app is installed and served too.
             var records = [record]
             for tabApp in Set((profile.tabs ?? []).compactMap(\.app)).subtracting([record.id]).sorted() {
@@ -138,9 +137,9 @@ struct BrowserHostArguments: ParsableArguments {
     }
 
     /// A browser host with these options.
-    func host(installer: BundleInstaller, store: PermissionStore, profile: HostProfile, identity: BridgeIdentity, logger: Logger) throws -> BrowserHost {
-        BrowserHost(
-            installer: installer, store: store, profile: profile, environment: profile.environment(BridgeEnvironment(secureStorageLimit: secureStorageLimit)),
+    func host(runtime: MiniAppRuntime, profile: HostProfile, identity: BridgeIdentity, logger: Logger) async throws -> BrowserHost {
+        try await BrowserHost(
+            runtime: runtime, profile: profile, environment: profile.environment(BridgeEnvironment(secureStorageLimit: secureStorageLimit)),
             identity: identity, port: port, dialect: dialect(profile: profile), launch: BrowserHost.Launch(path: path, query: try queryItems()), logger: logger
         )
     }

@@ -54,8 +54,8 @@ import Testing
         let runtime = MiniAppRuntime(configuration: configuration, permissionStore: store)
         var profile = HostProfile()
         profile.userName = "Aiko"
-        let host = BrowserHost(
-            installer: try runtime.installer(), store: store, profile: profile, identity: BridgeIdentity(secret: Array(repeating: 3, count: 32)),
+        let host = try await BrowserHost(
+            runtime: runtime, profile: profile, identity: BridgeIdentity(secret: Array(repeating: 3, count: 32)),
             services: services
         )
         // An observer that starts before the app opens hears it open.
