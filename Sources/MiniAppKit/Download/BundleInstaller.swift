@@ -1,7 +1,7 @@
-public import AsyncHTTPClient
+package import AsyncHTTPClient
 import Foundation
-public import Logging
-public import MiniAppPermissions
+package import Logging
+package import MiniAppPermissions
 import NIOConcurrencyHelpers
 public import MiniAppCore
 
@@ -44,7 +44,7 @@ public final class BundleInstaller: Sendable {
     ///     the configured one (``MiniAppConfiguration/permissionStoreLocation``), opened once when first
     ///     needed and closed by ``shutdown()``.
     ///   - logger: where the installer logs, with the caller's metadata; silent by default.
-    public convenience init(
+    package convenience init(
         configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, httpClient: HTTPClient? = nil,
         executor: BlockingExecutor, permissionStore: PermissionStore? = nil,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -59,7 +59,7 @@ public final class BundleInstaller: Sendable {
 
     /// An installer that opens the configured platform itself (none when offline), using `httpClient`
     /// for it too when given: then ``shutdown()`` is the one call that closes what the library made.
-    public convenience init(
+    package convenience init(
         configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil,
         executor: BlockingExecutor, permissionStore: PermissionStore? = nil,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })

@@ -1,5 +1,5 @@
-public import AsyncHTTPClient
-public import Logging
+package import AsyncHTTPClient
+package import Logging
 public import MiniAppCore
 
 /// The platform API of platform-api.md, whatever serves it: a remote platform or a local registry.
@@ -23,12 +23,12 @@ public protocol PlatformAPI: Sendable {
 }
 
 /// Opens the platform a configuration names.
-public enum Platforms {
+package enum Platforms {
     /// A ``PlatformClient`` for a URL, a ``RegistryPlatform`` for a registry directory.
     /// A host may give its own `httpClient` for a remote platform (see ``PlatformClient``); a registry
     /// directory is read on `executor`; a short-lived process may ask for `connections: .perRequest`
     /// (see ``PlatformConnections``). ``MiniAppRuntime`` opens the one a process uses.
-    public static func open(
+    package static func open(
         _ configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil, executor: BlockingExecutor,
         connections: PlatformConnections = .pooled, logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws -> any PlatformAPI {

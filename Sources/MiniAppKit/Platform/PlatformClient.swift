@@ -1,17 +1,17 @@
-public import AsyncHTTPClient
-public import Foundation
-public import Logging
+package import AsyncHTTPClient
+package import Foundation
+package import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-public import MiniAppCore
+package import MiniAppCore
 
 /// A client for a remote platform API over HTTP, with retries, timeouts and lenient decoding.
 ///
 /// Create one per configuration (``Platforms/open(_:httpClient:executor:connections:logger:)`` picks it
 /// for a remote platform) and call ``shutdown()`` when done.
-public final class PlatformClient: PlatformAPI {
+package final class PlatformClient: PlatformAPI {
     /// The base URL, ending with `/`.
     public let baseURL: URL
     /// The host project id.
@@ -40,7 +40,7 @@ public final class PlatformClient: PlatformAPI {
     /// the subscription key travels in a header that a redirect to another origin would carry along.
     /// A short-lived process may ask for `connections: .perRequest` (see ``PlatformConnections``), whose
     /// requests run on `executor`.
-    public convenience init(
+    package convenience init(
         baseURL: URL, projectId: String, subscriptionKey: String? = nil, preview: Bool = false,
         network: NetworkSettings = NetworkSettings(), httpClient: HTTPClient? = nil, executor: BlockingExecutor, connections: PlatformConnections = .pooled,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -72,7 +72,7 @@ public final class PlatformClient: PlatformAPI {
     }
 
     /// A client for the remote platform that `configuration` names.
-    public convenience init(
+    package convenience init(
         configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil, executor: BlockingExecutor, connections: PlatformConnections = .pooled,
         logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(ConfigurationError) {
