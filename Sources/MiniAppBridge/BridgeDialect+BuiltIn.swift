@@ -112,7 +112,7 @@ enum LiquidState {
             return nil
         },
         .init("online_status", reply: .transport, summary: "{\"status\": bool}: whether the host is online") { context in
-            JSONText.ordered([("status", .bool(await context.services.isOnline(appId: context.appId)))])
+            JSONWriter.text(ordered: [("status", .bool(await context.services.isOnline(appId: context.appId)))])
         },
         .init("open_file", summary: "open an http(s) URL, a ./relative file of the app or a file:/// inside it in the host's viewer") { context throws(BridgeFailure) in
             guard case .string(let path)? = context.param["path"] else { throw .invalidParameters("open_file", "{\"path\": string}") }
@@ -143,7 +143,7 @@ enum LiquidState {
                 // Android's terms: fine is a satellite fix, coarse a network one; without an accuracy
                 // the host cannot tell, as a web client cannot.
                 let type = position.accuracy.map { $0 <= 100 ? "fine" : "coarse" } ?? "unknown"
-                return JSONText.ordered([("type", .string(type)), ("location", .object(location))])
+                return JSONWriter.text(ordered: [("type", .string(type)), ("location", .object(location))])
             } catch {
                 switch error.type {
                 case "PERMISSION_DENIED": return none("nopermission", error.message)
@@ -155,7 +155,7 @@ enum LiquidState {
         },
         .init("feature_status", reply: .transport, summary: "biometrics, as the host profile says") { context throws(BridgeFailure) in
             guard case .string(let feature)? = context.param["feature"] else { throw .invalidParameters("feature_status", "{\"feature\": \"biometrics\"}") }
-            guard feature == "biometrics" else { return JSONText.ordered([("status", .string("unknown"))]) }
+            guard feature == "biometrics" else { return JSONWriter.text(ordered: [("status", .string("unknown"))]) }
             let biometrics = await context.services.biometrics(appId: context.appId)
             let status = switch biometrics.status {
             case .notEnrolled: "not_configured"
@@ -164,7 +164,7 @@ enum LiquidState {
             var detail: [(String, OrderedJSON)] = [("feature", .string("biometrics")), ("status", .string(biometrics.status.rawValue))]
             if biometrics.status == .available { detail.append(("type", .array((biometrics.type ?? []).map { .string($0) }))) }
             // The document's table calls the details `details`, its examples `detail`: both are given.
-            return JSONText.ordered([("status", .string(status)), ("details", .object(detail)), ("detail", .object(detail))])
+            return JSONWriter.text(ordered: [("status", .string(status)), ("details", .object(detail)), ("detail", .object(detail))])
         },
         .init("clearall", summary: "back to the first launch: the app's storage and state cleared, authentication kept") { context throws(BridgeFailure) in
             try await context.services.signal(appId: context.appId, .clearAll)
@@ -207,7 +207,7 @@ enum LiquidState {
 
     /// `{"type": "none", "error": {"reason", "message"}}`: no location, and why.
     static func none(_ reason: String, _ message: String) -> String {
-        JSONText.ordered([("type", .string("none")), ("error", .object([("reason", .string(reason)), ("message", .string(message))]))])
+        JSONWriter.text(ordered: [("type", .string("none")), ("error", .object([("reason", .string(reason)), ("message", .string(message))]))])
     }
 
     /// A coordinate as the document's numeric strings give it.
@@ -281,14 +281,14 @@ enum Forem {
             // answer repeats the last for the host's own record of the call.
             let events = context.events
             let input = { @Sendable (value: String) in
-                events(BridgeEvent(name: "imageUpload", message: JSONText.encode(.object(["id": .string(id), "value": .string(value)]))))
+                events(BridgeEvent(name: "imageUpload", message: JSONWriter.text(.object(["id": .string(id), "value": .string(value)]))))
             }
             let result: String
             do throws(BridgeFailure) {
                 let link = try await context.services.uploadImage(appId: context.appId, ratio: ratio) { input(#"{"action":"uploading"}"#) }
-                result = JSONText.ordered([("action", .string("success")), ("link", .string(link))])
+                result = JSONWriter.text(ordered: [("action", .string("success")), ("link", .string(link))])
             } catch where error.type == "UploadFailedError" {
-                result = JSONText.ordered([("action", .string("error")), ("error", .string(error.message))])
+                result = JSONWriter.text(ordered: [("action", .string("error")), ("error", .string(error.message))])
             }
             input(result)
             return result

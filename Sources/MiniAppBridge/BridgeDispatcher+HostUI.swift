@@ -17,11 +17,11 @@ extension BridgeDispatcher {
             let ad = try Self.ad(action, param)
             let reward = try await services.showAd(appId: appId, ad)
             guard ad.kind == .rewarded else { return "CLOSED" }
-            return .some(reward.map { JSONText.encode(Self.rewardJSON($0)) } ?? "null")
+            return .some(reward.map { JSONWriter.text(Self.rewardJSON($0)) } ?? "null")
         case "setMiniAppPreference", "getMiniAppPreference", "removeMiniAppPreference", "clearMiniAppPreferences":
             return .some(try await preference(action, param))
         case "getAllProducts":
-            return .some(JSONText.encode(.array(try await services.products(appId: appId).map(Self.productJSON))))
+            return .some(JSONWriter.text(.array(try await services.products(appId: appId).map(Self.productJSON))))
         case "purchaseProductWith": return .some(try await purchase(param))
         case "consumeProductWith": return .some(try await consume(param))
         case "getAllCookies", "getCookies": return .some(try await cookies(action, param))
@@ -43,13 +43,13 @@ extension BridgeDispatcher {
             var fields: [String: JSONValue] = ["data": .array(image.data.map { .number(Double($0)) })]
             if let mimeType = image.mimeType { fields["mimeType"] = .string(mimeType) }
             if let filename = image.filename { fields["filename"] = .string(filename) }
-            return .some(JSONText.encode(.object(fields)))
+            return .some(JSONWriter.text(.object(fields)))
         case "getCurrentPosition":
             let position = try await services.currentPosition(appId: appId)
             guard (-90...90).contains(position.latitude), (-180...180).contains(position.longitude) else {
                 throw BridgeFailure(type: "POSITION_UNAVAILABLE", message: "the host's position is not on Earth")
             }
-            return .some(JSONText.encode(position.json()))
+            return .some(JSONWriter.text(position.json()))
         // A browser has back and forward already, and its frames are the host's own web view.
         case "allowBackForwardNavigationGestures", "forceInternalWebView": return "true"
         // A browser has no other app installed that it could find.
@@ -177,11 +177,11 @@ extension BridgeDispatcher {
         var receipt = answer
         if case .object(var fields) = receipt { fields["consumed"] = .bool(false); receipt = .object(fields) }
         do {
-            try await store.setHostRecord(appId: appId, .purchase, key: transaction, value: JSONText.encode(receipt))
+            try await store.setHostRecord(appId: appId, .purchase, key: transaction, value: JSONWriter.text(receipt))
         } catch {
             throw BridgeFailure(type: "PurchaseFailedError", message: "the host could not keep the receipt: \(error)")
         }
-        return JSONText.encode(answer)
+        return JSONWriter.text(answer)
     }
 
     private func consume(_ param: JSONValue) async throws(BridgeFailure) -> String {
@@ -197,11 +197,11 @@ extension BridgeDispatcher {
         }
         fields["consumed"] = .bool(true)
         do {
-            try await store.setHostRecord(appId: appId, .purchase, key: transaction, value: JSONText.encode(.object(fields)))
+            try await store.setHostRecord(appId: appId, .purchase, key: transaction, value: JSONWriter.text(.object(fields)))
         } catch {
             throw BridgeFailure(type: "ConsumeFailedError", message: "the host could not update the receipt: \(error)")
         }
-        return JSONText.encode(.object(["title": receipt["productInfo"]?["title"] ?? .null, "description": receipt["productInfo"]?["description"] ?? .null]))
+        return JSONWriter.text(.object(["title": receipt["productInfo"]?["title"] ?? .null, "description": receipt["productInfo"]?["description"] ?? .null]))
     }
 
     // MARK: Cookies
@@ -213,6 +213,6 @@ extension BridgeDispatcher {
             let names = Set(list.compactMap { value -> String? in if case .string(let name) = value { return name } else { return nil } })
             cookies = cookies.filter { names.contains($0.name) }
         }
-        return JSONText.encode(.array(cookies.map { .object(["name": .string($0.name), "value": .string($0.value)]) }))
+        return JSONWriter.text(.array(cookies.map { .object(["name": .string($0.name), "value": .string($0.value)]) }))
     }
 }

@@ -309,16 +309,16 @@ public final class BridgeDispatcher: Sendable {
         case "getMauid": return identity.mauid(appId: appId)
         case "getHostEnvironmentInfo":
             let environment = self.environment
-            return JSONText.encode(.object([
+            return JSONWriter.text(.object([
                 "hostVersion": .string(environment.hostVersion), "sdkVersion": .string(environment.sdkVersion),
                 "hostLocale": .string(environment.hostLocale), "platformVersion": .string(environment.platformVersion),
             ]))
         case "isDarkMode": return environment.darkMode ? "true" : "false"
         case "getHostAppThemeColors":
             let environment = self.environment
-            return JSONText.encode(.object(["primaryColor": .string(environment.primaryColor), "secondaryColor": .string(environment.secondaryColor)]))
+            return JSONWriter.text(.object(["primaryColor": .string(environment.primaryColor), "secondaryColor": .string(environment.secondaryColor)]))
         case "getFeatureList":
-            return JSONText.encode(.array((Self.builtInActions.union(customActions.keys)).sorted().map { .string($0) }))
+            return JSONWriter.text(.array((Self.builtInActions.union(customActions.keys)).sorted().map { .string($0) }))
         case "setScreenOrientation":
             guard case .string(let orientation)? = param["action"], Self.orientations.contains(orientation) else {
                 throw .invalidParameters(action, "{\"action\": one of \(Self.orientations.sorted().joined(separator: ", "))}")
@@ -356,7 +356,7 @@ public final class BridgeDispatcher: Sendable {
         case "getContacts":
             // The SDK base64-decodes every name when it asked for them encoded (it always does).
             let encoded = param["isContactsEncodingRequired"] == .bool(true)
-            return JSONText.encode(.array(try await services.contacts(appId: appId).map { contact in
+            return JSONWriter.text(.array(try await services.contacts(appId: appId).map { contact in
                 var contact = contact
                 if encoded { contact.name = contact.name.map { Data($0.utf8).base64EncodedString() } }
                 return contact.json
@@ -364,7 +364,7 @@ public final class BridgeDispatcher: Sendable {
         case "getAccessToken", "getExchangeToken":
             return try await accessToken(action, param)
         case "getPoints":
-            return JSONText.encode(try await services.points(appId: appId).json)
+            return JSONWriter.text(try await services.points(appId: appId).json)
         case "sendMessageToContact", "sendMessageToContactId", "sendMessageToMultipleContacts":
             return try await sendMessage(action, param)
         case "downloadFile":
@@ -482,7 +482,7 @@ public final class BridgeDispatcher: Sendable {
             guard seen.insert(name).inserted else { return nil }
             return .object(["name": .string(name), "status": .string((statuses[name] ?? .denied).rawValue)])
         }
-        return JSONText.encode(.object(["permissions": .array(answer)]))
+        return JSONWriter.text(.object(["permissions": .array(answer)]))
     }
 
     // MARK: Tokens and messages
@@ -505,7 +505,7 @@ public final class BridgeDispatcher: Sendable {
             throw BridgeFailure(type: "ScopesNotSupportedError", message: "the manifest lists no scope '\(Sanitizer.printable(missing, limit: 80))' for the audience '\(Sanitizer.printable(audience, limit: 80))'")
         }
         let token = try await services.accessToken(appId: appId, audience: audience, scopes: scopes)
-        return JSONText.encode(.object([
+        return JSONWriter.text(.object([
             "token": .string(token.token),
             "validUntil": .number((token.validUntil.timeIntervalSince1970 * 1000).rounded()),
             "scopes": .object(["audience": .string(audience), "scopes": .array(scopes.map { .string($0) })]),
@@ -528,7 +528,7 @@ public final class BridgeDispatcher: Sendable {
         switch answer {
         case .null: return "null"
         case .string(let id): return id
-        default: return JSONText.encode(answer)
+        default: return JSONWriter.text(answer)
         }
     }
 
@@ -566,7 +566,7 @@ public final class BridgeDispatcher: Sendable {
                 return "SUCCESS"
             default:
                 let size = try await store.storageSize(appId: appId, limit: limit)
-                return JSONText.encode(.object(["used": .number(Double(size.used)), "max": .number(Double(size.max))]))
+                return JSONWriter.text(.object(["used": .number(Double(size.used)), "max": .number(Double(size.max))]))
             }
         } catch let failure as BridgeFailure {
             throw failure

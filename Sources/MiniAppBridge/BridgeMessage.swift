@@ -107,7 +107,7 @@ public struct BridgeFailure: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// The JSON text the app's bridge receives.
-    public var text: String { JSONText.encode(.object(["type": .string(type), "message": .string(message)])) }
+    public var text: String { JSONWriter.text(.object(["type": .string(type), "message": .string(message)])) }
 
     public var description: String { "\(type): \(message)" }
 
@@ -148,8 +148,8 @@ public struct BridgeReply: Sendable, Equatable {
     /// `{"id": ..., "success": text}` or `{"id": ..., "error": text}`: what a transport sends back.
     public var json: String {
         switch outcome {
-        case .success(let value): JSONText.encode(.object(["id": .string(id), "success": value.map { .string($0) } ?? .null]))
-        case .failure(let failure): JSONText.encode(.object(["id": .string(id), "error": .string(failure.text)]))
+        case .success(let value): JSONWriter.text(.object(["id": .string(id), "success": value.map { .string($0) } ?? .null]))
+        case .failure(let failure): JSONWriter.text(.object(["id": .string(id), "error": .string(failure.text)]))
         }
     }
 }
@@ -172,5 +172,5 @@ public struct BridgeEvent: Sendable, Equatable {
     public static let secureStorageReady = BridgeEvent(name: "miniappsecurestorageready")
 
     /// `{"name": ..., "message": ...}`: what a transport sends to the app.
-    public var json: String { JSONText.encode(.object(["name": .string(name), "message": .string(message)])) }
+    public var json: String { JSONWriter.text(.object(["name": .string(name), "message": .string(message)])) }
 }

@@ -73,7 +73,7 @@ extension BridgeCall {
             "sequence": .number(Double(sequence)), "action": .string(action),
             "time": .number((startedAt.timeIntervalSince1970 * 1000).rounded()),
             "milliseconds": .number(Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15),
-            "param": .string(Self.shortened(JSONText.encode(param))),
+            "param": .string(Self.shortened(JSONWriter.text(param))),
             "permission": permission.map { .string($0.rawValue) } ?? .null, "permissionDeclared": .bool(permissionDeclared),
         ]
         switch outcome {
@@ -97,7 +97,7 @@ extension BridgeCall {
         guard action == "getAccessToken" || action == "getExchangeToken",
               case .object(var fields)? = JSONReader.value(Array(answer.utf8), maxDepth: 8), case .string(let token)? = fields["token"] else { return answer }
         fields["token"] = .string(String(repeating: "•", count: min(token.count, 8)) + " (\(token.count) characters, masked)")
-        return JSONText.encode(.object(fields))
+        return JSONWriter.text(.object(fields))
     }
 
     private static func shortened(_ text: String) -> String {

@@ -16,7 +16,7 @@ enum BridgeScript {
     /// The script of `dialect`, reporting `platform`, for a host page on `port`.
     static func source(dialect: BridgeDialect, platform: String, port: Int) -> String {
         var text = "(function () {\n'use strict';\n"
-        text += "var CONFIG = " + JSONText.encode(configuration(dialect: dialect, platform: platform, port: port)) + ";\n"
+        text += "var CONFIG = " + JSONWriter.text(configuration(dialect: dialect, platform: platform, port: port)) + ";\n"
         // Once per page, however many times it is included.
         text += "var SEEN = typeof Symbol === 'function' ? Symbol.for('miniapp.bridge') : '__miniappBridge';\n"
         text += "if (window[SEEN]) { return; }\nObject.defineProperty(window, SEEN, { value: true });\n"
@@ -83,8 +83,8 @@ enum BridgeScript {
         var text = ""
         for declaration in BridgeDispatcher.declarationList {
             for method in declaration.methods {
-                let name = JSONText.encode(.string(declaration.name))
-                text += "(function (method) { " + method.paths.map { "define(" + JSONText.encode(.string($0)) + ", method);" }.joined(separator: " ") + " })("
+                let name = JSONWriter.text(.string(declaration.name))
+                text += "(function (method) { " + method.paths.map { "define(" + JSONWriter.text(.string($0)) + ", method);" }.joined(separator: " ") + " })("
                     + "function (\(method.arguments)) { return call(\(name), \(method.param), '\(method.form.rawValue)', \(method.parsesErrors)); });\n"
             }
         }

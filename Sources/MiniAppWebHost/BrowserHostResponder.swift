@@ -614,6 +614,6 @@ struct BrowserHostResponder: HTTPResponder {
     }
 
     static func json(_ status: HTTPResponse.Status, _ fields: [String: JSONValue]) -> Response {
-        Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: ResponseBody(byteBuffer: ByteBuffer(string: JSONText.encode(.object(fields)))))
+        Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: ResponseBody(byteBuffer: ByteBuffer(string: JSONWriter.text(.object(fields)))))
     }
 }

@@ -46,8 +46,8 @@ enum HostPage {
             "session": session, "app": attribute(appId ?? ""), "origin": attribute(appOrigin ?? ""), "apps": attribute(apps.joined(separator: " ")),
             "dialect": attribute(dialect),
         ]
-        // JSONText escapes `<`, `>` and `&`: the data cannot end its script element.
-        fields["data"] = JSONText.encode(data)
+        // JSONWriter.text escapes `<`, `>` and `&`: the data cannot end its script element.
+        fields["data"] = JSONWriter.text(data)
         var page = PageResources.text(.hostPage)
         for (name, value) in fields { page = page.replacingOccurrences(of: "{{\(name)}}", with: value) }
         return page

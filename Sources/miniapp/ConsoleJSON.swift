@@ -21,7 +21,7 @@ enum ConsoleJSON {
         }
         func text(_ name: StaticString, _ value: String?) {
             key(name)
-            if let value { string(value, &out) } else { out.append(contentsOf: "null".utf8) }
+            if let value { JSONWriter.string(value, .console, into: &out) } else { out.append(contentsOf: "null".utf8) }
         }
         func number(_ name: StaticString, _ value: Int64) {
             key(name)
@@ -49,7 +49,7 @@ enum ConsoleJSON {
             out.append(contentsOf: "{\n    \"fetchedBytes\" : ".utf8)
             out.append(contentsOf: String(transfer.fetchedBytes).utf8)
             out.append(contentsOf: ",\n    \"method\" : ".utf8)
-            string(transfer.method.rawValue, &out)
+            JSONWriter.string(transfer.method.rawValue, .console, into: &out)
             out.append(contentsOf: ",\n    \"reusedBytes\" : ".utf8)
             out.append(contentsOf: String(transfer.reusedBytes).utf8)
             out.append(contentsOf: "\n  }".utf8)
@@ -66,73 +66,10 @@ enum ConsoleJSON {
     static func version(_ version: AppVersion, indent: Int) -> [UInt8] {
         let inner = [UInt8](repeating: UInt8(ascii: " "), count: indent + 2)
         var out: [UInt8] = Array("{\n".utf8) + inner + Array("\"versionId\" : ".utf8)
-        string(version.versionId, &out)
+        JSONWriter.string(version.versionId, .console, into: &out)
         out += Array(",\n".utf8) + inner + Array("\"versionTag\" : ".utf8)
-        if let tag = version.versionTag { string(tag, &out) } else { out += Array("null".utf8) }
+        if let tag = version.versionTag { JSONWriter.string(tag, .console, into: &out) } else { out += Array("null".utf8) }
         out += Array("\n".utf8) + [UInt8](repeating: UInt8(ascii: " "), count: indent) + Array("}".utf8)
         return out
     }
-
-    /// `text` as JSONEncoder writes a string (`"` `\\` and C0 escaped, `\b \f \n \r \t` by name), with DEL
-    /// and C1 (U+0080-U+009F) then escaped as ``Console/escapingControls(_:)`` does.
-    static func string(_ text: String, _ out: inout [UInt8]) {
-        // Most strings need no escape: one copy.
-        let plain = text.utf8.withContiguousStorageIfAvailable { plainString($0, &out) }
-        if plain != true { escapedString(text, &out) }
-    }
-
-    /// ``string(_:_:)`` of the text whose UTF-8 (valid) is `utf8`.
-    static func string(utf8: UnsafeBufferPointer<UInt8>, _ out: inout [UInt8]) {
-        if !plainString(utf8, &out) { escapedString(String(decoding: utf8, as: UTF8.self), &out) }
-    }
-
-    /// `utf8` quoted when none of its bytes needs an escape; else `false`, and nothing written.
-    private static func plainString(_ utf8: UnsafeBufferPointer<UInt8>, _ out: inout [UInt8]) -> Bool {
-        guard !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0x7F || $0 == 0xC2 }) else { return false }
-        out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: utf8)
-        out.append(UInt8(ascii: "\""))
-        return true
-    }
-
-    private static func escapedString(_ text: String, _ out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        var utf8 = text.utf8.makeIterator()
-        var pending: UInt8?
-        while let byte = pending ?? utf8.next() {
-            pending = nil
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
-            case 0x08: out.append(contentsOf: "\\b".utf8)
-            case 0x0C: out.append(contentsOf: "\\f".utf8)
-            case 0x0A: out.append(contentsOf: "\\n".utf8)
-            case 0x0D: out.append(contentsOf: "\\r".utf8)
-            case 0x09: out.append(contentsOf: "\\t".utf8)
-            case 0x00..<0x20, 0x7F: unicodeEscape(byte, &out)
-            case 0xC2:
-                guard let next = utf8.next() else {
-                    out.append(byte)
-                    break
-                }
-                if (0x80...0x9F).contains(next) {
-                    unicodeEscape(next, &out)
-                } else {
-                    out.append(byte)
-                    pending = next
-                }
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    private static func unicodeEscape(_ value: UInt8, _ out: inout [UInt8]) {
-        out.append(contentsOf: "\\u00".utf8)
-        out.append(hexDigits[Int(value >> 4)])
-        out.append(hexDigits[Int(value & 0xF)])
-    }
-
 }

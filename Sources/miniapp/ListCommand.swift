@@ -199,7 +199,7 @@ extension ChunkedOutput {
             append(UInt8(ascii: "\""))
         } else {
             scratch.removeAll(keepingCapacity: true)
-            ConsoleJSON.string(utf8: utf8, &scratch)
+            JSONWriter.string(utf8: utf8, .console, into: &scratch)
             scratch.withUnsafeBufferPointer { append($0) }
         }
     }

@@ -218,7 +218,7 @@ import Testing
             transports: [.messageHandlers(["acme"])],
             actions: [
                 .init("acme", gate: .permission(.userName), reply: .delivery(.function("acmeReply", argument: .json)), summary: "the user's name") { context throws(BridgeFailure) in
-                    JSONText.encode(.object(["name": .string(try await context.services.userName(appId: context.appId))]))
+                    JSONWriter.text(.object(["name": .string(try await context.services.userName(appId: context.appId))]))
                 },
             ],
             events: [.init("acmeEvent", delivery: .function("acmeReceive", argument: .json), example: "{}", summary: "the host speaks")]

@@ -136,7 +136,7 @@ import Testing
         // What the sample sends: the image as an array of numbers, over 2 MiB of JSON.
         let image = (0..<700_000).map { JSONValue.number(Double($0 % 256)) }
         let message = BridgeMessage(id: "s", action: "shareInfo", param: .object(["shareInfo": .object(["content": .string("hello"), "url": .string("https://example.com/"), "imageData": .array(image)])]))
-        #expect(JSONText.encode(message.param).utf8.count > 2 << 20)
+        #expect(JSONWriter.text(message.param).utf8.count > 2 << 20)
         #expect(await pair.0.reply(to: message, capability: pair.1).outcome == .success("SUCCESS"))
         #expect(host.shown.withLock { $0 } == ["share hello https://example.com/ 700000"])
         #expect(host.shared.withLock { $0 } == BridgeShare(content: "hello", url: "https://example.com/", image: (0..<700_000).map { UInt8($0 % 256) }))

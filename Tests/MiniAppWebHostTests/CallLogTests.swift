@@ -42,7 +42,7 @@ import Testing
 
     @Test func accessTokensAreMaskedAndErrorsSayWhy() {
         let answer = #"{"token":"very-secret-token","validUntil":1,"scopes":{"audience":"rae","scopes":["openid"]}}"#
-        let shown = JSONText.encode(call("getAccessToken", .success(answer)).panelJSON(sequence: 1))
+        let shown = JSONWriter.text(call("getAccessToken", .success(answer)).panelJSON(sequence: 1))
         #expect(!shown.contains("very-secret-token") && shown.contains("masked"))
         var refused = call("getUserName", .failure(.denied(.userName, declared: false)))
         refused.permission = .userName

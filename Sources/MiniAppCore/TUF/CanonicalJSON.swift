@@ -28,7 +28,7 @@ package enum CanonicalJSON {
             guard number.rounded(.towardZero) == number, abs(number) <= exactIntegers else { return false }
             out += Array(String(Int64(number)).utf8)
         case .string(let text):
-            string(text, &out, escaping: escaping)
+            JSONWriter.string(text, escaping ? .canonicalEscapingControls : .canonical, into: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
@@ -41,29 +41,12 @@ package enum CanonicalJSON {
             let keys = members.keys.map { (key: $0, bytes: Array($0.utf8)) }.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
             for (index, key) in keys.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                string(key.key, &out, escaping: escaping)
+                JSONWriter.string(key.key, escaping ? .canonicalEscapingControls : .canonical, into: &out)
                 out.append(UInt8(ascii: ":"))
                 guard let member = members[key.key], write(member, &out, escaping: escaping) else { return false }
             }
             out.append(UInt8(ascii: "}"))
         }
         return true
-    }
-
-    private static func string(_ text: String, _ out: inout [UInt8], escaping: Bool) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            if escaping, byte < 0x20 {
-                out += Array("\\u00".utf8) + [hexDigit(byte >> 4), hexDigit(byte & 15)]
-                continue
-            }
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
-            out.append(byte)
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    private static func hexDigit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 }
