@@ -170,4 +170,51 @@ import Testing
         let latest = try await run(["download", "demo", "--json"] + common)
         #expect(latest.status == 0 && (try? latest.json() as? [String: Any])?["versionId"] as? String == "v102", "\(latest.stderr)")
     }
+    @Test func aCachedCopyOfAnotherZipIsFetchedAgainWhenTUFListsTheVersion() async throws {
+        try await makeRegistry()
+        let common = ["--platform", registry, "--cache-dir", cache]
+        let published = try Data(contentsOf: URL(fileURLWithPath: registry + "/apps/demo/versions/v100/bundle.zip"))
+        // The same version installed from a zip of its own, which its publisher signed too.
+        let other = work + "/other.zip"
+        try writeTestFile(other, try BundleFactory.zip(BundleFactory.helloFiles.merging(["version.txt": "not the published one"]) { _, new in new }))
+        let signed = try await run(["sign", other, "--version-id", "v100", "--key", work + "/publisher.pem"])
+        let installed = try await run([
+            "install", other, "--app-id", "demo", "--version-id", "v100", "--version-tag", "1.0.0",
+            "--signature", signed.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--public-key", work + "/publisher.pub.pem", "--json",
+        ] + common)
+        #expect(installed.status == 0, "\(installed.stderr)")
+        #expect((try installed.json() as? [String: Any])?["sha256"] as? String != SHA256Digest.hash([UInt8](published)).hexString)
+
+        // Without TUF the cached copy is the version; with it, only the zip TUF lists is.
+        let reused = try await run(["download", "demo", "--version", "v100", "--json"] + common)
+        #expect((try reused.json() as? [String: Any])?["source"] as? String == "cache", "\(reused.stderr)")
+        let trusted = try await run(["download", "demo", "--version", "v100", "--json", "--tuf-root", root] + common)
+        #expect(trusted.status == 0, "\(trusted.stderr)")
+        let record = try #require(try trusted.json() as? [String: Any])
+        #expect(record["source"] as? String != "cache")
+        #expect(record["sha256"] as? String == SHA256Digest.hash([UInt8](published)).hexString)
+    }
+
+    @Test func keptMetadataStartsAgainFromANewConfiguredRoot() async throws {
+        try await makeRegistry()
+        let common = ["download", "demo", "--version", "v100", "--platform", registry, "--cache-dir", cache, "--tuf-root", root]
+        #expect(try await run(common).status == 0)
+        let kept = try #require(try FileManager.default.contentsOfDirectory(atPath: cache + "/tuf").first.map { cache + "/tuf/" + $0 })
+        let firstRoot = try Data(contentsOf: URL(fileURLWithPath: kept + "/root.json"))
+
+        // Another repository, every key new, at the same place: the kept chain cannot reach its root.
+        try FileManager.default.createDirectory(atPath: work + "/before", withIntermediateDirectories: true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: work) where name.hasSuffix(".pem") || name == "registry" {
+            try FileManager.default.moveItem(atPath: work + "/" + name, toPath: work + "/before/" + name)
+        }
+        try await makeRegistry()
+        let newRoot = try Data(contentsOf: URL(fileURLWithPath: root))
+        #expect(newRoot != firstRoot)
+        // Given the old root still, the new repository is refused; given the new one, it is trusted from it.
+        let refused = try await run(["download", "demo", "--version", "v100", "--platform", registry, "--cache-dir", cache, "--tuf-root", work + "/before/registry/tuf/metadata/1.root.json"])
+        expectFailure(refused, status: 65, mentioning: "TUF")
+        let restarted = try await run(common)
+        #expect(restarted.status == 0, "\(restarted.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: kept + "/root.json")) == newRoot)
+    }
 }
