@@ -185,4 +185,41 @@ struct SystemSupportTests {
         streaming.update(bytes)
         #expect(SHA256Digest.hash(bytes) == streaming.finalize())
     }
+
+    /// A record with every field set goes through each form, `record.json` and the user's document, and
+    /// back: each form holds exactly the fields its place says, from the one list.
+    @Test func everyFieldOfTheListIsWrittenAndReadByEachForm() throws {
+        let when = Date(timeIntervalSince1970: 1_795_349_861.237)
+        var record = InstallRecord(
+            id: "app", versionId: "v2", versionTag: "2.0", path: "/c/b", source: .network, signature: .unverified,
+            signatureDetail: "no key", keyId: "k1", sha256: String(repeating: "b", count: 64), sizeBytes: 9_007_199_254_740_991,
+            installedAt: when, lastUsedAt: when.addingTimeInterval(1), platform: "http://p.example/", projectId: "p"
+        )
+        record.fileListDigest = "f"
+        record.transfer = Transfer(method: .delta, fetchedBytes: 10, reusedBytes: 20)
+        record.repairedAt = when.addingTimeInterval(2)
+        record.downgradedFrom = AppVersion(versionId: "v3", versionTag: "3.0")
+        record.signatureValue = "MEUC"
+        record.signerKey = "-----BEGIN PUBLIC KEY-----"
+        record.unsyncedBoot = "boot"
+        record.preview = true
+        record.zipBytes = 30
+        for storage in [true, false] {
+            let data = try (storage ? RecordCoding.storageEncoder() : RecordCoding.encoder(pretty: true)).encode(record)
+            let keys = Set((try JSONSerialization.jsonObject(with: data) as? [String: Any])?.keys ?? [:].keys)
+            let expected = Set(InstallRecord.fields.filter { field in
+                switch field.place {
+                case .both: true
+                case .user: !storage
+                case .storage: storage
+                }
+            }.map(\.key))
+            #expect(keys == expected, "storage: \(storage)")
+            var back = record
+            if storage { back.zipBytes = 0 } else { (back.fileListDigest, back.signatureValue, back.signerKey, back.unsyncedBoot, back.preview) = (nil, nil, nil, nil, false) }
+            #expect(InstallRecord(json: Array(data)) == back, "storage: \(storage)")
+            #expect(try RecordCoding.decoder().decode(InstallRecord.self, from: data) == back, "storage: \(storage)")
+        }
+        #expect(InstallRecord.fields.map(\.key) == InstallRecord.fields.map(\.key).sorted(), "the list is in key order")
+    }
 }

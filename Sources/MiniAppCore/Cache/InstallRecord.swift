@@ -136,133 +136,58 @@ public struct InstallRecord: Sendable, Equatable, Codable {
         self.projectId = projectId
     }
 
-    private enum CodingKeys: String, CodingKey {
-        case id, versionId, versionTag, path, source, signature, signatureDetail, keyId, sha256, sizeBytes
-        case installedAt, lastUsedAt, platform, projectId, transfer, repairedAt, zipBytes, downgradedFrom, downgradedFromTag
-        case fileListDigest = "fileList"
-        case signatureValue = "signatureValue"
-        case signerKey = "signerKey"
-        case unsyncedBoot = "unsyncedBoot"
-        case preview = "preview"
-    }
-
-    /// The CLI writes the user's form of this document by hand too (`ConsoleJSON.record`): a field added
-    /// here goes there, and into the records `ConsoleJSONTests` generates.
+    /// Written and read field by field from ``fields`` (`InstallRecord+Fields.swift`), as the fast
+    /// reader and the command line's `--json` are: `record.json` when the encoder's `userInfo` has
+    /// ``RecordCoding/storageKey``, else the user's document.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(versionId, forKey: .versionId)
-        try container.encode(versionTag, forKey: .versionTag)
-        try container.encode(path, forKey: .path)
-        try container.encode(source, forKey: .source)
-        try container.encode(signature, forKey: .signature)
-        try container.encodeIfPresent(signatureDetail, forKey: .signatureDetail)
-        try container.encodeIfPresent(keyId, forKey: .keyId)
-        try container.encode(sha256, forKey: .sha256)
-        try container.encode(sizeBytes, forKey: .sizeBytes)
-        try container.encode(installedAt, forKey: .installedAt)
-        try container.encode(lastUsedAt, forKey: .lastUsedAt)
-        try container.encode(platform, forKey: .platform)
-        try container.encode(projectId, forKey: .projectId)
-        try container.encodeIfPresent(transfer, forKey: .transfer)
-        try container.encodeIfPresent(repairedAt, forKey: .repairedAt)
-        try container.encodeIfPresent(downgradedFrom?.versionId, forKey: .downgradedFrom)
-        try container.encodeIfPresent(downgradedFrom?.versionTag, forKey: .downgradedFromTag)
-        if encoder.userInfo[RecordCoding.storageKey] as? Bool == true {
-            try container.encodeIfPresent(fileListDigest, forKey: .fileListDigest)
-            try container.encodeIfPresent(signatureValue, forKey: .signatureValue)
-            try container.encodeIfPresent(signerKey, forKey: .signerKey)
-            try container.encodeIfPresent(unsyncedBoot, forKey: .unsyncedBoot)
-            if preview { try container.encode(true, forKey: .preview) }
-        } else {
-            try container.encode(zipBytes, forKey: .zipBytes)
+        let storage = encoder.userInfo[RecordCoding.storageKey] as? Bool == true
+        var container = encoder.container(keyedBy: FieldKey.self)
+        for (key, value) in members(storage: storage) {
+            try container.encode(RecordValue(value), forKey: FieldKey(stringValue: key))
         }
     }
 
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(
-            id: try container.decode(String.self, forKey: .id), versionId: try container.decode(String.self, forKey: .versionId),
-            versionTag: try container.decodeIfPresent(String.self, forKey: .versionTag), path: try container.decode(String.self, forKey: .path),
-            source: try container.decode(InstallSource.self, forKey: .source), signature: try container.decode(SignatureStatus.self, forKey: .signature),
-            signatureDetail: try container.decodeIfPresent(String.self, forKey: .signatureDetail),
-            keyId: try container.decodeIfPresent(String.self, forKey: .keyId), sha256: try container.decode(String.self, forKey: .sha256),
-            sizeBytes: try container.decode(Int64.self, forKey: .sizeBytes), installedAt: try container.decode(Date.self, forKey: .installedAt),
-            lastUsedAt: try container.decode(Date.self, forKey: .lastUsedAt), platform: try container.decode(String.self, forKey: .platform),
-            projectId: try container.decodeIfPresent(String.self, forKey: .projectId)
-        )
-        fileListDigest = try container.decodeIfPresent(String.self, forKey: .fileListDigest)
-        transfer = try container.decodeIfPresent(Transfer.self, forKey: .transfer)
-        repairedAt = try container.decodeIfPresent(Date.self, forKey: .repairedAt)
-        downgradedFrom = try container.decodeIfPresent(String.self, forKey: .downgradedFrom).map {
-            AppVersion(versionId: $0, versionTag: try? container.decodeIfPresent(String.self, forKey: .downgradedFromTag))
+        guard case .object(let members) = try JSONValue(from: decoder), let record = InstallRecord(members: members) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an install record"))
         }
-        zipBytes = try container.decodeIfPresent(Int64.self, forKey: .zipBytes) ?? 0
-        signatureValue = try container.decodeIfPresent(String.self, forKey: .signatureValue)
-        signerKey = try container.decodeIfPresent(String.self, forKey: .signerKey)
-        unsyncedBoot = try container.decodeIfPresent(String.self, forKey: .unsyncedBoot)
-        preview = try container.decodeIfPresent(Bool.self, forKey: .preview) ?? false
+        self = record
+    }
+
+    /// A key of ``fields``.
+    private struct FieldKey: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
+    }
+
+    /// A field's value, its whole numbers written as integers.
+    private struct RecordValue: Encodable {
+        let value: JSONValue
+        init(_ value: JSONValue) { self.value = value }
+
+        func encode(to encoder: any Encoder) throws {
+            switch value {
+            case .number(let number) where number == number.rounded() && abs(number) < 9e15:
+                var container = encoder.singleValueContainer()
+                try container.encode(Int64(number))
+            case .object(let members):
+                var container = encoder.container(keyedBy: FieldKey.self)
+                for (key, member) in members { try container.encode(RecordValue(member), forKey: FieldKey(stringValue: key)) }
+            default:
+                try value.encode(to: encoder)
+            }
+        }
     }
 }
 
 extension InstallRecord {
-    /// The record in `bytes` (a `record.json`), read without `Codable` (see ``JSONReader``) but to the
-    /// same rules as its `Decodable` conformance; `nil` when it is not a record.
+    /// The record in `bytes` (a `record.json`), read without `Codable` (see ``JSONReader``) but field by
+    /// field from the same ``fields`` as its `Decodable` conformance; `nil` when it is not a record.
     package init?(json bytes: [UInt8]) {
-        guard case .object(let fields)? = JSONReader.value(bytes) else { return nil }
-        func required(_ key: String) -> String? {
-            if case .string(let text)? = fields[key] { return text }
-            return nil
-        }
-        func optional(_ key: String) -> String?? {
-            switch fields[key] {
-            case nil, .null?: return .some(nil)
-            case .string(let text)?: return .some(text)
-            default: return nil
-            }
-        }
-        guard let id = required("id"), let versionId = required("versionId"), let path = required("path"),
-              let source = required("source").flatMap(InstallSource.init(rawValue:)),
-              let signature = required("signature").flatMap(SignatureStatus.init(rawValue:)),
-              let sha256 = required("sha256"), let platform = required("platform"),
-              let installedAt = required("installedAt").flatMap(RecordCoding.parse),
-              let lastUsedAt = required("lastUsedAt").flatMap(RecordCoding.parse),
-              case .number(let size)? = fields["sizeBytes"], let sizeBytes = Int64(exactly: size),
-              let versionTag = optional("versionTag"), let signatureDetail = optional("signatureDetail"),
-              let keyId = optional("keyId"), let projectId = optional("projectId"), let fileList = optional("fileList"),
-              let signatureValue = optional("signatureValue"), let signerKey = optional("signerKey"), let repaired = optional("repairedAt"),
-              let unsyncedBoot = optional("unsyncedBoot"), let downgradedFrom = optional("downgradedFrom"),
-              let downgradedFromTag = optional("downgradedFromTag") else { return nil }
-        var transfer: Transfer?
-        switch fields["transfer"] {
-        case nil, .null?:
-            transfer = nil
-        case .object(let parts)?:
-            guard case .string(let name)? = parts["method"], let method = Transfer.Method(rawValue: name),
-                  case .number(let fetched)? = parts["fetchedBytes"], let fetchedBytes = Int64(exactly: fetched),
-                  case .number(let reused)? = parts["reusedBytes"], let reusedBytes = Int64(exactly: reused) else { return nil }
-            transfer = Transfer(method: method, fetchedBytes: fetchedBytes, reusedBytes: reusedBytes)
-        default:
-            return nil
-        }
-        var repairedAt: Date?
-        if let repaired {
-            guard let date = RecordCoding.parse(repaired) else { return nil }
-            repairedAt = date
-        }
-        self.init(
-            id: id, versionId: versionId, versionTag: versionTag, path: path, source: source, signature: signature,
-            signatureDetail: signatureDetail, keyId: keyId, sha256: sha256, sizeBytes: sizeBytes,
-            installedAt: installedAt, lastUsedAt: lastUsedAt, platform: platform, projectId: projectId
-        )
-        fileListDigest = fileList
-        self.signatureValue = signatureValue
-        self.signerKey = signerKey
-        self.unsyncedBoot = unsyncedBoot
-        if case .bool(let flag)? = fields["preview"] { preview = flag }
-        self.transfer = transfer
-        self.repairedAt = repairedAt
-        self.downgradedFrom = downgradedFrom.map { AppVersion(versionId: $0, versionTag: downgradedFromTag) }
+        guard case .object(let members)? = JSONReader.value(bytes) else { return nil }
+        self.init(members: members)
     }
 }
 

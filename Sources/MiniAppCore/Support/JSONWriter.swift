@@ -35,6 +35,42 @@ package enum JSONWriter {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `value` pretty-printed as JSONEncoder prints it with `.prettyPrinted` and `.sortedKeys` (two
+    /// spaces a level, `"key" : value`), its lines after the first indented by `indent` spaces: the
+    /// value of a member at that depth.
+    package static func pretty(_ value: JSONValue, indent: Int, _ escaping: Escaping, into out: inout [UInt8]) {
+        func newline(_ depth: Int) {
+            out.append(UInt8(ascii: "\n"))
+            out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: depth))
+        }
+        switch value {
+        case .array(let items) where !items.isEmpty:
+            out.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                newline(indent + 2)
+                pretty(item, indent: indent + 2, escaping, into: &out)
+            }
+            newline(indent)
+            out.append(UInt8(ascii: "]"))
+        case .object(let members) where !members.isEmpty:
+            out.append(UInt8(ascii: "{"))
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                newline(indent + 2)
+                string(key, escaping, into: &out)
+                out.append(contentsOf: " : ".utf8)
+                pretty(members[key]!, indent: indent + 2, escaping, into: &out)
+            }
+            newline(indent)
+            out.append(UInt8(ascii: "}"))
+        case .string(let text):
+            string(text, escaping, into: &out)
+        default:
+            write(value, into: &out)
+        }
+    }
+
     /// `text` quoted and escaped as `escaping` says.
     package static func string(_ text: String, _ escaping: Escaping, into out: inout [UInt8]) {
         var text = text
