@@ -74,10 +74,10 @@ public final class BundleInstaller: Sendable {
     }
 
     /// An installer whose platform, transport and permission store belong to the caller (``MiniAppRuntime``)
-    /// unless it says it owns them.
+    /// unless it says it owns them, over `cache` (the runtime's view of the cache), or a view of its own.
     init(
         configuration: MiniAppConfiguration, platform: (any PlatformAPI)?, ownsPlatform: Bool, transport: HTTPTransport, ownsTransport: Bool,
-        executor: BlockingExecutor, permissions: PermissionAccess, logger: Logger
+        executor: BlockingExecutor, permissions: PermissionAccess, logger: Logger, cache: BundleCache? = nil
     ) throws(ConfigurationError) {
         self.configuration = configuration
         self.ownsPlatform = ownsPlatform
@@ -86,7 +86,7 @@ public final class BundleInstaller: Sendable {
         self.executor = executor
         self.background = BackgroundWork(executor: executor)
         let namespace = configuration.cacheNamespace
-        self.cache = BundleCache(root: configuration.cacheDirectory, namespace: namespace, lockTimeout: configuration.lockTimeout, executor: executor, logger: logger)
+        self.cache = cache ?? BundleCache(root: configuration.cacheDirectory, namespace: namespace, lockTimeout: configuration.lockTimeout, executor: executor, logger: logger)
         self.downloader = BundleDownloader(
             maxBytes: configuration.maxDownloadBytes, transport: transport, ownsTransport: ownsTransport, logger: logger,
             rangeFolder: configuration.cacheDirectory + "/ranges"

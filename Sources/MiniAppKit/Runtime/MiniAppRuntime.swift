@@ -82,7 +82,7 @@ public final class MiniAppRuntime: Sendable {
             let platform = configuration.offline || configuration.platform == nil ? nil : try platform(&opened).api
             let installer = try BundleInstaller(
                 configuration: configuration, platform: platform, ownsPlatform: false, transport: transport(&opened), ownsTransport: false,
-                executor: executor, permissions: permissions, logger: logger
+                executor: executor, permissions: permissions, logger: logger, cache: cache
             )
             opened.installer = installer
             return installer
