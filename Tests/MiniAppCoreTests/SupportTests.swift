@@ -207,13 +207,7 @@ struct SystemSupportTests {
         for storage in [true, false] {
             let data = try (storage ? RecordCoding.storageEncoder() : RecordCoding.encoder(pretty: true)).encode(record)
             let keys = Set((try JSONSerialization.jsonObject(with: data) as? [String: Any])?.keys ?? [:].keys)
-            let expected = Set(InstallRecord.fields.filter { field in
-                switch field.place {
-                case .both: true
-                case .user: !storage
-                case .storage: storage
-                }
-            }.map(\.key))
+            let expected = Set(InstallRecord.fields.filter { $0.place.holds(storage: storage) }.map(\.key))
             #expect(keys == expected, "storage: \(storage)")
             var back = record
             if storage { back.zipBytes = 0 } else { (back.fileListDigest, back.signatureValue, back.signerKey, back.unsyncedBoot, back.preview) = (nil, nil, nil, nil, false) }

@@ -81,7 +81,7 @@ struct PackagingTests {
         #expect(await runTool("/bin/chown", ["-R", "miniapp:miniapp", registry]) == 0)
         let port = try freePort()
         try writeTestFile("/etc/default/miniapp-serve", "MINIAPP_SERVE_HOST=127.0.0.1\nMINIAPP_SERVE_PORT=\(port)\nMINIAPP_SERVE_OPTIONS=--quiet --project-id demo\n")
-        let command = try #require(try Self.command(unit), "no ExecStart in the unit")
+        let command = try #require(Self.command(unit), "no ExecStart in the unit")
         #expect(command.first == "/usr/bin/miniapp" && command.contains("--project-id") && command.contains("--quiet"))
         let out = work + "/serve.out"
         let server = try ChildProcess(
@@ -111,7 +111,7 @@ struct PackagingTests {
 
     /// The unit's `ExecStart` as systemd makes it: `${NAME}` is one word, `$NAME` the words of its
     /// value, from the unit's `Environment=` defaults and then its `EnvironmentFile=`.
-    static func command(_ unit: String) throws -> [String]? {
+    static func command(_ unit: String) -> [String]? {
         var environment: [String: String] = [:]
         var start: String?
         for line in unit.split(separator: "\n") {
