@@ -60,24 +60,13 @@ struct GlobalOptions: ParsableArguments {
 }
 
 /// The settings every command takes, as plain values: what ``GlobalOptions`` parses, and what
-/// ``QuickCommandLine`` reads without ArgumentParser. (No defaults: a setting added here must be given
-/// by both.)
+/// ``QuickCommandLine`` reads without ArgumentParser.
 struct CommandSettings: Equatable, Sendable {
-    let platform: String?
-    let projectId: String?
-    let subscriptionKey: String?
-    let preview: Bool
-    let cacheDir: String?
-    let signaturePolicy: String?
-    let lang: String?
-    let offline: Bool
-    let noDelta: Bool
-    let permissionStore: String?
-    let tufRoot: String?
-    let tufMetadata: String?
-    let json: Bool
-    let verbose: Bool
-    let quiet: Bool
+    /// The declared settings given on the command line, for ``ConfigurationLoader``.
+    var overrides: ConfigurationOverrides
+    var json: Bool
+    var verbose: Bool
+    var quiet: Bool
 
     func validate() throws {
         if verbose && quiet { throw ValidationError("--verbose and --quiet cannot be used together") }
@@ -94,26 +83,28 @@ extension CommandSettings: CommandOptions {
 }
 
 extension GlobalOptions: CommandOptions {
+    /// The parsed flags, each under its declaration: ArgumentParser needs a property per flag, and this
+    /// is where each property meets its ``SettingDeclaration`` (a test gives every declared flag and
+    /// checks the loader sees it).
     var settings: CommandSettings {
-        CommandSettings(
-            platform: platform, projectId: projectId, subscriptionKey: subscriptionKey, preview: preview, cacheDir: cacheDir,
-            signaturePolicy: signaturePolicy, lang: lang, offline: offline, noDelta: noDelta, permissionStore: permissionStore,
-            tufRoot: tufRoot, tufMetadata: tufMetadata, json: json, verbose: verbose, quiet: quiet
-        )
+        typealias Setting = SettingDeclaration
+        var overrides = ConfigurationOverrides()
+        for (setting, text) in [
+            (Setting.platform, platform), (.projectId, projectId), (.subscriptionKey, subscriptionKey), (.cacheDir, cacheDir),
+            (.signaturePolicy, signaturePolicy), (.lang, lang), (.permissionStore, permissionStore), (.tufRoot, tufRoot), (.tufMetadata, tufMetadata),
+        ] {
+            overrides[setting] = text.map(SettingValue.text)
+        }
+        for (setting, given) in [(Setting.preview, preview), (.offline, offline), (.delta, noDelta)] {
+            overrides[setting] = setting.flagValue(given: given)
+        }
+        return CommandSettings(overrides: overrides, json: json, verbose: verbose, quiet: quiet)
     }
 }
 
 extension CommandOptions {
     /// The command line's settings, for ``ConfigurationLoader``.
-    var overrides: ConfigurationOverrides {
-        let settings = self.settings
-        return ConfigurationOverrides(
-            platform: settings.platform, projectId: settings.projectId, subscriptionKey: settings.subscriptionKey,
-            preview: settings.preview ? true : nil, cacheDirectory: settings.cacheDir, signaturePolicy: settings.signaturePolicy,
-            language: settings.lang, offline: settings.offline ? true : nil, delta: settings.noDelta ? false : nil, permissionStore: settings.permissionStore,
-            tufRoot: settings.tufRoot, tufMetadata: settings.tufMetadata
-        )
-    }
+    var overrides: ConfigurationOverrides { settings.overrides }
 
     /// The resolved configuration: command line, then environment, then config file, then defaults.
     /// Only the settings the command reads are checked: one it never uses cannot stop it.

@@ -73,17 +73,13 @@ enum QuickCommandLine {
         return (options, flags + ["--json", "--verbose", "--quiet"])
     }()
 
-    /// The line's settings, or `nil` when they fail their validation.
+    /// The line's settings, each declared setting read by its flag, or `nil` when they fail their validation.
     private static func settings(_ line: Line) -> CommandSettings? {
-        typealias Setting = SettingDeclaration
-        let settings = CommandSettings(
-            platform: line.option(Setting.platform.flag), projectId: line.option(Setting.projectId.flag),
-            subscriptionKey: line.option(Setting.subscriptionKey.flag), preview: line.flag(Setting.preview.flag),
-            cacheDir: line.option(Setting.cacheDir.flag), signaturePolicy: line.option(Setting.signaturePolicy.flag),
-            lang: line.option(Setting.lang.flag), offline: line.flag(Setting.offline.flag), noDelta: line.flag(Setting.delta.flag),
-            permissionStore: line.option(Setting.permissionStore.flag), tufRoot: line.option(Setting.tufRoot.flag),
-            tufMetadata: line.option(Setting.tufMetadata.flag), json: line.flag("--json"), verbose: line.flag("--verbose"), quiet: line.flag("--quiet")
-        )
+        var overrides = ConfigurationOverrides()
+        for setting in SettingDeclaration.all {
+            overrides[setting] = setting.takesValue ? line.option(setting.flag).map(SettingValue.text) : setting.flagValue(given: line.flag(setting.flag))
+        }
+        let settings = CommandSettings(overrides: overrides, json: line.flag("--json"), verbose: line.flag("--verbose"), quiet: line.flag("--quiet"))
         return (try? settings.validate()) != nil ? settings : nil
     }
 

@@ -38,7 +38,7 @@ import Testing
     @Test func commandLineBeatsEnvironmentBeatsFileBeatsDefault() throws {
         _ = try writeConfig(#"{"platform": "http://file.example/", "projectId": "file-p", "lang": "fr", "cacheDir": "/tmp/file-cache", "preview": true}"#)
         let environment = ["MINIAPP_PLATFORM": "http://env.example", "MINIAPP_PROJECT_ID": "env-p", "MINIAPP_PREVIEW": "no"]
-        let configuration = try loader(environment).load(ConfigurationOverrides(platform: "https://cli.example/api"))
+        let configuration = try loader(environment).load(ConfigurationOverrides([.platform: .text("https://cli.example/api")]), reading: .all)
         #expect(configuration.platform == .remote(URL(string: "https://cli.example/api/")!))
         #expect(configuration.projectId == "env-p")
         #expect(configuration.preview == false)
@@ -51,9 +51,9 @@ import Testing
     @Test func anEmptyCacheFolderOrPlatformIsRefusedUnlessItIsAnEmptyVariable() throws {
         #expect(try loader(["MINIAPP_CACHE_DIR": "", "MINIAPP_PLATFORM": ""]).load().cacheDirectory == home.path + "/.cache/miniapp")
         #expect(throws: ConfigurationError.invalidValue(setting: "cache directory", source: "--cache-dir", value: "", expected: "the path is empty; give the folder of the cache")) {
-            try loader().load(ConfigurationOverrides(cacheDirectory: ""))
+            try loader().load(ConfigurationOverrides([.cacheDir: .text("")]), reading: .all)
         }
-        #expect(throws: ConfigurationError.self) { try loader().load(ConfigurationOverrides(platform: "")) }
+        #expect(throws: ConfigurationError.self) { try loader().load(ConfigurationOverrides([.platform: .text("")]), reading: .all) }
         _ = try writeConfig(#"{"cacheDir": ""}"#)
         #expect(throws: ConfigurationError.self) { try loader().load() }
     }
@@ -69,8 +69,8 @@ import Testing
     @Test func relativePathsAreResolvedAgainstTheCurrentFolderAndHome() throws {
         let configuration = try loader(["MINIAPP_CACHE_DIR": "./a/../b//c/."]).load()
         #expect(configuration.cacheDirectory == home.path + "/b/c")
-        #expect(try loader().load(ConfigurationOverrides(cacheDirectory: "~/x/./y/")).cacheDirectory == home.path + "/x/y")
-        #expect(try loader().load(ConfigurationOverrides(cacheDirectory: "/../../z/..//w")).cacheDirectory == "/w")
+        #expect(try loader().load(ConfigurationOverrides([.cacheDir: .text("~/x/./y/")]), reading: .all).cacheDirectory == home.path + "/x/y")
+        #expect(try loader().load(ConfigurationOverrides([.cacheDir: .text("/../../z/..//w")]), reading: .all).cacheDirectory == "/w")
         let config = try writeConfig(#"{"projectId": "relative"}"#, at: home.path + "/conf/m.json")
         #expect(try loader(["MINIAPP_CONFIG": "conf/../conf/m.json"]).load().projectId == "relative")
         #expect(loader(["MINIAPP_CONFIG": "conf/m.json"]).configFile?.path == config)
@@ -87,7 +87,7 @@ import Testing
         guard case .postgres(let environment)? = fromEnvironment.permissionStore else { Issue.record("not PostgreSQL"); return }
         #expect(environment.user == "env" && environment.password == "pw-env")
         #expect(!fromEnvironment.description.contains("pw-env"))
-        let fromFlag = try loader(["MINIAPP_PERMISSION_STORE": "postgres://env@db/perms"]).load(ConfigurationOverrides(permissionStore: "stores/p.sqlite"))
+        let fromFlag = try loader(["MINIAPP_PERMISSION_STORE": "postgres://env@db/perms"]).load(ConfigurationOverrides([.permissionStore: .text("stores/p.sqlite")]), reading: .all)
         #expect(fromFlag.permissionStoreLocation == .sqlite(path: home.path + "/stores/p.sqlite"))
         #expect(try loader(["MINIAPP_PERMISSION_STORE": "postgres://u@h/d", "PGPASSWORD": "from-pg"]).load().permissionStore.map { "\($0)" } == "postgres://u@h:5432/d")
         let error = #expect(throws: ConfigurationError.self) {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import MiniAppKit
 import MiniAppTestSupport
 import Testing
 
@@ -29,11 +30,12 @@ struct QuickCommandLineTests {
             "--preview", "--cache-dir", "/c", "--signature-policy", "advisory", "--lang", "ja", "--offline", "--no-delta",
             "--permission-store", "/s.sqlite", "--tuf-root", "/r.json", "--tuf-metadata", "http://h/tuf/", "--json", "--verbose",
         ]
-        let settings = CommandSettings(
-            platform: "http://h/", projectId: "p", subscriptionKey: "k", preview: true, cacheDir: "/c", signaturePolicy: "advisory",
-            lang: "ja", offline: true, noDelta: true, permissionStore: "/s.sqlite", tufRoot: "/r.json", tufMetadata: "http://h/tuf/",
-            json: true, verbose: true, quiet: false
-        )
+        let overrides = ConfigurationOverrides([
+            .platform: .text("http://h/"), .projectId: .text("p"), .subscriptionKey: .text("k"), .preview: .toggle(true), .cacheDir: .text("/c"),
+            .signaturePolicy: .text("advisory"), .lang: .text("ja"), .offline: .toggle(true), .delta: .toggle(false),
+            .permissionStore: .text("/s.sqlite"), .tufRoot: .text("/r.json"), .tufMetadata: .text("http://h/tuf/"),
+        ])
+        let settings = CommandSettings(overrides: overrides, json: true, verbose: true, quiet: false)
         let expected = QuickCommandLine.Command.download(AppTarget(appId: "app-1", versionId: "v2", previewCode: nil), force: true, settings)
         #expect(QuickCommandLine.command(arguments) == expected)
         #expect(parsed(arguments) == expected)

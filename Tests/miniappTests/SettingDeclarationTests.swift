@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import MiniAppCore
 import MiniAppKit
 import MiniAppTestSupport
 import Testing
@@ -46,7 +47,7 @@ struct SettingDeclarationTests {
 
         let arguments = [setting.flag] + (sample.flagValue.map { [$0] } ?? [])
         let options = try GlobalOptions.parse(arguments)
-        let byFlag = try loader.load(options.overrides)
+        let byFlag = try loader.load(options.overrides, reading: .all)
         // The quick reading of plain lines takes the flag as ArgumentParser does.
         #expect(QuickCommandLine.command(["list"] + arguments) == .list(options.settings))
 
@@ -67,6 +68,42 @@ struct SettingDeclarationTests {
         for setting in SettingDeclaration.all {
             #expect(help.contains(setting.flag), "\(setting.flag) is missing from --help")
             #expect(help.contains(setting.help), "the help of \(setting.flag) is not its declaration's")
+        }
+    }
+
+    /// One sample per setting only the config file gives, none the default: a setting declared without
+    /// one fails the test.
+    static let fileSamples: [String: String] = [
+        "retry": #"{"maxAttempts": 7, "initialDelayMs": 5, "maxDelayMs": 50, "budgetSeconds": 9, "maxRetryAfterSeconds": 3}"#,
+        "timeouts": #"{"connectSeconds": 2.5, "readSeconds": 4}"#,
+        "maxResponseBytes": "4096",
+        "limits": #"{"maxEntries": 9, "maxUnpackedBytes": 99, "maxCompressionRatio": 9, "ratioFloorBytes": 9, "maxDownloadBytes": 999}"#,
+        "retention": #"{"previousVersions": 3, "maxBytes": 1000, "automatic": true}"#,
+        "keyCacheSeconds": "60",
+        "lockTimeoutSeconds": "7",
+        "permissionStoreTimeouts": #"{"connectSeconds": 1, "statementSeconds": 2}"#,
+        "trustedKeys": #"["a1b2c3"]"#,
+    ]
+
+    /// Every setting only the config file gives is read by its key, and each of its members changes the
+    /// configuration: a member the declaration forgets to read fails here.
+    @Test(arguments: FileSettingDeclaration.all.map(\.key))
+    func eachFileSettingIsReadByItsKey(key: String) throws {
+        let sample = try #require(Self.fileSamples[key], "no sample for the declared config key \(key)")
+        let home = try TemporaryDirectory.make().path
+        let base = ["HOME": home, "XDG_CACHE_HOME": Self.folder + "/default-cache"]
+        let defaults = try ConfigurationLoader(environment: base, currentDirectory: home).load()
+        func loaded(_ json: String) throws -> MiniAppConfiguration {
+            let file = home + "/config.json"
+            try writeTestFile(file, Data("{\"\(key)\": \(json)}".utf8))
+            return try ConfigurationLoader(environment: base.merging(["MINIAPP_CONFIG": file]) { $1 }, currentDirectory: home).load()
+        }
+        #expect(try loaded(sample) != defaults, "the config key \(key) changed nothing")
+        // Each member of an object alone changes something too.
+        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(sample.utf8)) else { return }
+        for (member, value) in members {
+            let one = "{\"\(member)\": \(String(decoding: try JSONEncoder().encode(value), as: UTF8.self))}"
+            #expect(try loaded(one) != defaults, "\(key).\(member) changed nothing")
         }
     }
 }
