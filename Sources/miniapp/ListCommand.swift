@@ -42,7 +42,7 @@ struct ListCommand: AsyncParsableCommand {
                 let folders = cache.appFolderNames()
                 cached = folders.isEmpty ? Array(repeating: false, count: list.entries.count) : list.withTexts { texts in
                     list.entries.map { entry in
-                        guard let id = texts.string(entry.id), folders.contains(id), let versionId = texts.string(entry.versionId) else { return false }
+                        guard let id = texts.string(entry[.id]), folders.contains(id), let versionId = texts.string(entry[.versionId]) else { return false }
                         return cache.record(appId: id, versionId: versionId) != nil
                     }
                 }
@@ -78,28 +78,81 @@ enum ListOutput {
         var out = ChunkedOutput()
         var scratch: [UInt8] = []
         out.append("[\n")
+        let plan = ElementPlan.shared
         list.withTexts { texts in
-            for (index, entry) in list.entries.enumerated() {
-                out.append(index == 0 ? "  {\n    \"cached\" : " : ",\n  {\n    \"cached\" : ")
-                out.append(cached[index] ? "true" as StaticString : "false")
-                out.jsonMember(",\n    \"displayName\" : ", entry.displayName, texts, &scratch)
-                out.jsonMember(",\n    \"icon\" : ", entry.icon, texts, &scratch)
-                out.jsonMember(",\n    \"id\" : ", entry.id, texts, &scratch)
-                out.jsonMember(",\n    \"promotionalImageUrl\" : ", entry.promotionalImageUrl, texts, &scratch)
-                out.jsonMember(",\n    \"promotionalText\" : ", entry.promotionalText, texts, &scratch)
-                if let rollback = rollbacks[index] {
-                    out.append(",\n    \"rollbackFrom\" : ")
-                    ConsoleJSON.version(rollback.newer, indent: 4).withUnsafeBufferPointer { out.append($0) }
+            plan.bytes.withUnsafeBufferPointer { prefixes in
+                for (index, entry) in list.entries.enumerated() {
+                    out.append(index == 0 ? "  {" : ",\n  {")
+                    var first = true
+                    for step in plan.members {
+                        switch step.kind {
+                        case .cached:
+                            out.member(prefixes, step, first: first)
+                            out.append(cached[index] ? "true" as StaticString : "false")
+                        case .field:
+                            guard entry[slot: step.slot].isPresent else { continue }
+                            out.member(prefixes, step, first: first)
+                            out.jsonString(entry[slot: step.slot], texts, &scratch)
+                        case .rollbackFrom:
+                            guard let rollback = rollbacks[index] else { continue }
+                            out.member(prefixes, step, first: first)
+                            ConsoleJSON.version(rollback.newer, indent: 4).withUnsafeBufferPointer { out.append($0) }
+                        case .version:
+                            out.member(prefixes, step, first: first)
+                            out.append("{")
+                            for (position, field) in plan.versionMembers.enumerated() {
+                                out.member(prefixes, field, first: position == 0)
+                                out.jsonString(entry[slot: field.slot], texts, &scratch)
+                            }
+                            out.append("\n    }")
+                        }
+                        first = false
+                    }
+                    out.append("\n  }")
                 }
-                out.append(",\n    \"version\" : {\n      \"versionId\" : ")
-                out.jsonString(entry.versionId, texts, &scratch)
-                out.append(",\n      \"versionTag\" : ")
-                out.jsonString(entry.versionTag, texts, &scratch)
-                out.append("\n    }\n  }")
             }
         }
         out.append("\n]\n")
         out.flush()
+    }
+
+    /// How an element of `list --json` is written: its members sorted by key as `JSONEncoder` sorts
+    /// them (the fields of ``AppRecord/recordFields``, the version's object, and the command's own
+    /// `cached` and `rollbackFrom`), each with its key already written out. Plain values, so that writing
+    /// 10,000 elements retains nothing.
+    struct ElementPlan: Sendable {
+        enum Kind: Sendable { case cached, field, rollbackFrom, version }
+
+        /// A member: what it is, its field's slot in an entry, and where its key's bytes are in ``bytes``.
+        struct Member: Sendable {
+            let kind: Kind
+            let slot: Int
+            let prefix: Range<Int>
+        }
+
+        /// The element's members, sorted by key.
+        let members: [Member]
+        /// The members of its version object (``AppRecord/versionFields``), sorted by key.
+        let versionMembers: [Member]
+        /// Each member's `\n`, indent, quoted key and ` : `, one after the other.
+        let bytes: [UInt8]
+
+        static let shared = ElementPlan()
+
+        private init() {
+            var bytes: [UInt8] = []
+            func member(_ kind: Kind, _ key: String, slot: Int = 0, indent: Int) -> (key: String, member: Member) {
+                let start = bytes.count
+                let text: String = "\n" + String(repeating: " ", count: indent) + "\"\(key)\" : "
+                bytes += Array(text.utf8)
+                return (key, Member(kind: kind, slot: slot, prefix: start..<bytes.count))
+            }
+            let own = [member(.cached, "cached", indent: 4), member(.rollbackFrom, "rollbackFrom", indent: 4), member(.version, AppRecord.Field.versionKey, indent: 4)]
+            let fields = AppRecord.recordFields.map { member(.field, $0.key, slot: $0.slot, indent: 4) }
+            members = (own + fields).sorted { $0.key < $1.key }.map(\.member)
+            versionMembers = AppRecord.versionFields.sorted { $0.key < $1.key }.map { member(.field, $0.key, slot: $0.slot, indent: 6).member }
+            self.bytes = bytes
+        }
     }
 
     /// The table of the records of `list` (ID, NAME, VERSION, VERSION ID, CACHED) as ``Console/table(_:)``
@@ -110,10 +163,10 @@ enum ListOutput {
             func row(_ index: Int) -> [Cell] {
                 let entry = list.entries[index]
                 return [
-                    Cell(texts, entry.id),
-                    entry.displayName.isPresent ? Cell(texts, entry.displayName) : Cell("-"),
-                    entry.versionTag.isPresent ? Cell(texts, entry.versionTag) : Cell("-"),
-                    Cell(texts, entry.versionId),
+                    Cell(texts, entry[.id]),
+                    entry[.displayName].isPresent ? Cell(texts, entry[.displayName]) : Cell("-"),
+                    entry[.versionTag].isPresent ? Cell(texts, entry[.versionTag]) : Cell("-"),
+                    Cell(texts, entry[.versionId]),
                     Cell(cached[index] ? "yes" : "no"),
                 ]
             }
@@ -204,11 +257,11 @@ extension ChunkedOutput {
         }
     }
 
-    /// `prefix` and ``jsonString(_:_:_:)`` of `text` when it is present.
-    mutating func jsonMember(_ prefix: StaticString, _ text: AppListText.Text, _ texts: AppListText.Texts, _ scratch: inout [UInt8]) {
-        guard text.isPresent else { return }
-        append(prefix)
-        jsonString(text, texts, &scratch)
+    /// A comma unless `member` is its object's first, then its key as `prefixes` (``ListOutput/ElementPlan/bytes``) hold it.
+    @inline(__always)
+    mutating func member(_ prefixes: UnsafeBufferPointer<UInt8>, _ member: ListOutput.ElementPlan.Member, first: Bool) {
+        if !first { append(UInt8(ascii: ",")) }
+        append(UnsafeBufferPointer(rebasing: prefixes[member.prefix]))
     }
 }
 

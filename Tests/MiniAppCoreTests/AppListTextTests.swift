@@ -13,7 +13,7 @@ import Testing
         guard let list = AppListText.read(Data(document)) else { return nil }
         let entries = list.withTexts { texts in
             list.entries.map { entry in
-                [entry.id, entry.displayName, entry.icon, entry.versionId, entry.versionTag, entry.promotionalImageUrl, entry.promotionalText].map { text -> String? in
+                AppRecord.fields.map { entry[$0] }.map { text -> String? in
                     guard let utf8 = texts.utf8(text) else { return nil }
                     // Every text is valid UTF-8 and says truly whether it needs no escape.
                     #expect(text.isPlain == utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
@@ -26,8 +26,8 @@ import Testing
 
     /// A record's texts as `list` prints them.
     static func fields(_ record: AppRecord) -> [String?] {
-        [record.id, record.displayName, record.icon?.absoluteString, record.version.versionId, record.version.versionTag,
-         record.promotionalImageUrl?.absoluteString, record.promotionalText]
+        [record.displayName, record.icon?.absoluteString, record.id, record.promotionalImageUrl?.absoluteString, record.promotionalText,
+         record.version.versionId, record.version.versionTag]
     }
 
     /// `document` read both ways: the same documents taken, the same records with the same texts.
@@ -179,5 +179,40 @@ private struct SeededRandom {
     mutating func next(_ bound: Int) -> Int {
         state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         return Int((state >> 33) % UInt64(bound))
+    }
+}
+
+/// ``AppRecord/fields`` is the one list of a record's fields: every form reads and writes each of them.
+@Suite struct AppRecordFieldTests {
+    @Test func eachFieldHasItsSlotInAnEntry() {
+        #expect(AppRecord.fields.count == AppListText.Entry.capacity)
+        for (index, field) in AppRecord.fields.enumerated() { #expect(field.slot == index, "\(field.key)") }
+        #expect(AppRecord.recordFields.map(\.key) == AppRecord.recordFields.map(\.key).sorted())
+    }
+
+    @Test func everyFormReadsAndWritesEveryField() throws {
+        let record = AppRecord(
+            id: "app-1", displayName: "Name", icon: URL(string: "https://cdn.example/icon.png"), version: AppVersion(versionId: "v-1", versionTag: "1.0.0"),
+            promotionalImageUrl: URL(string: "https://cdn.example/promo.png"), promotionalText: "Try it"
+        )
+        // The sample sets every field: a field added to the list without a value here fails.
+        for field in AppRecord.fields { #expect(field.text(record) != nil, "the sample has no \(field.key)") }
+        let json = try JSONEncoder().encode([record])
+        let object = try #require(try JSONSerialization.jsonObject(with: json) as? [[String: Any]]).first
+        for field in AppRecord.fields {
+            let holder = field.inVersion ? object?[AppRecord.Field.versionKey] as? [String: Any] : object
+            #expect(holder?[field.key] as? String == field.text(record), "Codable wrote \(field.key) elsewhere")
+        }
+        #expect(try JSONDecoder().decode([AppRecord].self, from: json) == [record])
+        #expect(AppRecord.listElements(Array(json)) == [record])
+        let list = try #require(AppListText.read(json))
+        #expect(list.entries.count == 1)
+        list.withTexts { texts in
+            for field in AppRecord.fields { #expect(texts.string(list.entries[0][field]) == field.text(record), "\(field.key)") }
+        }
+        let kept = AppListText(records: [record])
+        kept.withTexts { texts in
+            for field in AppRecord.fields { #expect(texts.string(kept.entries[0][field]) == field.text(record), "\(field.key)") }
+        }
     }
 }

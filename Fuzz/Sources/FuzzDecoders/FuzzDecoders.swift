@@ -43,7 +43,7 @@ func checkAppList(_ bytes: Data) {
     precondition((text == nil) == (elements == nil), "the app list's readers disagree on a document")
     guard let text, let elements else { return }
     precondition(text.elementCount == elements.count && text.entries.count == elements.compactMap { $0 }.count, "the app list's readers count differently")
-    let ids = text.withTexts { texts in text.entries.map { texts.string($0.id) } }
+    let ids = text.withTexts { texts in text.entries.map { texts.string($0[.id]) } }
     precondition(ids == elements.compactMap { $0 }.map(\.id), "the app list's readers read different ids")
 }
 

@@ -53,23 +53,31 @@ package struct AppListText: Sendable {
         }
     }
 
-    /// The texts of one record, named as ``AppRecord``'s fields.
+    /// The texts of one record, one per field of ``AppRecord/fields``, at its ``AppRecord/Field/slot``.
     package struct Entry: Sendable {
-        package var id = Text.absent
-        package var displayName = Text.absent
-        package var icon = Text.absent
-        package var versionId = Text.absent
-        package var versionTag = Text.absent
-        package var promotionalImageUrl = Text.absent
-        package var promotionalText = Text.absent
+        /// As many texts as ``AppRecord/fields`` (a test holds the two to the same count), inline: no
+        /// array to allocate per record of a list of 10,000.
+        @usableFromInline var texts = InlineArray<7, Text>(repeating: .absent)
+
+        /// The text of `field`.
+        @inlinable package subscript(field: AppRecord.Field) -> Text {
+            get { self[slot: field.slot] }
+            set { self[slot: field.slot] = newValue }
+        }
+
+        @inlinable package subscript(slot slot: Int) -> Text {
+            get { texts[slot] }
+            set { texts[slot] = newValue }
+        }
+
+        /// How many texts an entry holds.
+        package static var capacity: Int { InlineArray<7, Text>.count }
 
         /// The same texts once `offset` bytes of decoded texts were put before their own.
         func rebased(by offset: Int) -> Entry {
-            Entry(
-                id: id.rebased(by: offset), displayName: displayName.rebased(by: offset), icon: icon.rebased(by: offset),
-                versionId: versionId.rebased(by: offset), versionTag: versionTag.rebased(by: offset),
-                promotionalImageUrl: promotionalImageUrl.rebased(by: offset), promotionalText: promotionalText.rebased(by: offset)
-            )
+            var entry = self
+            for slot in texts.indices { entry.texts[slot] = texts[slot].rebased(by: offset) }
+            return entry
         }
     }
 
@@ -177,14 +185,11 @@ package struct AppListText: Sendable {
     package init(records: [AppRecord]) {
         self.bytes = Data()
         for record in records {
-            func add(_ string: String?) -> Text {
-                string.map { decode($0) } ?? .absent
+            var entry = Entry()
+            for field in AppRecord.fields {
+                if let text = field.text(record) { entry[field] = decode(text) }
             }
-            entries.append(Entry(
-                id: add(record.id), displayName: add(record.displayName), icon: add(record.icon?.absoluteString),
-                versionId: add(record.version.versionId), versionTag: add(record.version.versionTag),
-                promotionalImageUrl: add(record.promotionalImageUrl?.absoluteString), promotionalText: add(record.promotionalText)
-            ))
+            entries.append(entry)
         }
         elementCount = records.count
     }
@@ -291,51 +296,28 @@ extension JSONReader.Parser {
         guard current == UInt8(ascii: "{") else { return value() != nil }
         var entry = AppListText.Entry()
         var hasVersion = false
+        let versionIndex = recordKeys.count - 1
+        /// A string member of `field`, or a value of another type that drops the field.
+        func field(_ parser: inout JSONReader.Parser, _ field: AppRecord.Field) -> Bool {
+            guard parser.current == UInt8(ascii: "\"") else { return parser.value() != nil }
+            guard let text = parser.listText(into: &list, as: field.kind) else { return false }
+            entry[field] = text
+            return true
+        }
         let read = selectMembers(recordKeys) { parser, index in
-            guard index == 3 else {
-                guard parser.current == UInt8(ascii: "\"") else { return parser.value() != nil }
-                let field: AppListText.Text?
-                switch index {
-                case 0: field = parser.listText(into: &list, as: .identifier)
-                case 2, 4: field = parser.listText(into: &list, as: .webURL)
-                default: field = parser.listText(into: &list, as: .text)
-                }
-                guard let field else { return false }
-                switch index {
-                case 0: entry.id = field
-                case 1: entry.displayName = field
-                case 2: entry.icon = field
-                case 4: entry.promotionalImageUrl = field
-                default: entry.promotionalText = field
-                }
-                return true
-            }
+            guard index == versionIndex else { return field(&parser, AppRecord.recordFields[index]) }
             guard parser.current == UInt8(ascii: "{") else { return parser.value() != nil }
             hasVersion = true
-            return parser.selectMembers(versionKeys) { parser, index in
-                guard parser.current == UInt8(ascii: "\"") else { return parser.value() != nil }
-                guard let field = parser.listText(into: &list, as: index == 0 ? .identifier : .text) else { return false }
-                if index == 0 { entry.versionId = field } else { entry.versionTag = field }
-                return true
-            }
+            return parser.selectMembers(versionKeys) { parser, index in field(&parser, AppRecord.versionFields[index]) }
         }
         guard read else { return false }
-        if entry.id.isPresent, hasVersion, entry.versionId.isPresent { list.entries.append(entry) }
+        if hasVersion, AppRecord.requiredFields.allSatisfy({ entry[$0].isPresent }) { list.entries.append(entry) }
         return true
-    }
-
-    private enum ListTextKind {
-        /// Kept when ``Identifier/isValid(_:)`` (else absent: the record is dropped).
-        case identifier
-        /// Kept as `URL.absoluteString` when ``AppRecord/webURL(_:)`` takes it, else absent.
-        case webURL
-        /// Kept as it is.
-        case text
     }
 
     /// The string at the opening quote as a text of `list`: in place when it has no escapes (and, for
     /// a URL, when ``isPlainWebURL(_:)`` vouches for it), else decoded. `nil` when it is not well-formed.
-    private mutating func listText(into list: inout AppListText, as kind: ListTextKind) -> AppListText.Text? {
+    private mutating func listText(into list: inout AppListText, as kind: AppRecord.Field.Kind) -> AppListText.Text? {
         let quote = position
         let start = position + 1
         // The common case, no escapes: the text stays in place.
@@ -362,7 +344,7 @@ extension JSONReader.Parser {
     }
 
     /// `string` kept aside in `list` as a text of `kind`, or absent when it is not one.
-    private static func decoded(_ string: String, as kind: ListTextKind, into list: inout AppListText) -> AppListText.Text {
+    private static func decoded(_ string: String, as kind: AppRecord.Field.Kind, into list: inout AppListText) -> AppListText.Text {
         switch kind {
         case .text: return list.decode(string)
         case .identifier: return Identifier.isValid(string) ? list.decode(string) : .absent

@@ -43,55 +43,6 @@ public struct AppRecord: Sendable, Equatable {
     }
 }
 
-extension AppVersion: Codable {
-    private enum CodingKeys: String, CodingKey { case versionId, versionTag }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        versionId = try container.decode(String.self, forKey: .versionId)
-        guard Identifier.isValid(versionId) else {
-            throw DecodingError.dataCorruptedError(forKey: .versionId, in: container, debugDescription: "versionId is not a safe identifier")
-        }
-        versionTag = container.lenient(String.self, forKey: .versionTag)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(versionId, forKey: .versionId)
-        try container.encode(versionTag, forKey: .versionTag)
-    }
-}
-
-extension AppRecord: Codable {
-    private enum CodingKeys: String, CodingKey {
-        case id, displayName, icon, version, promotionalImageUrl, promotionalText
-    }
-
-    /// Decodes leniently: `id` and `version` must be right, every other field is dropped when it is not.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        id = try container.decode(String.self, forKey: .id)
-        guard Identifier.isValid(id) else {
-            throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: "id is not a safe identifier")
-        }
-        version = try container.decode(AppVersion.self, forKey: .version)
-        displayName = container.lenient(String.self, forKey: .displayName)
-        icon = container.lenientURL(forKey: .icon)
-        promotionalImageUrl = container.lenientURL(forKey: .promotionalImageUrl)
-        promotionalText = container.lenient(String.self, forKey: .promotionalText)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encodeIfPresent(displayName, forKey: .displayName)
-        try container.encodeIfPresent(icon?.absoluteString, forKey: .icon)
-        try container.encode(version, forKey: .version)
-        try container.encodeIfPresent(promotionalImageUrl?.absoluteString, forKey: .promotionalImageUrl)
-        try container.encodeIfPresent(promotionalText, forKey: .promotionalText)
-    }
-}
-
 extension AppRecord {
     /// The elements of a platform's app list, each record or `nil` when it lacks a valid id or version,
     /// read by ``JSONReader`` in one pass: what decoding `[LenientElement<AppRecord>]` with Foundation's

@@ -330,9 +330,11 @@ extension JSONReader {
     }
 }
 
-/// The members of an app record, in the order of ``Parser/selectMembers(_:_:)``'s key lists.
-let recordKeys: [[UInt8]] = ["id", "displayName", "icon", "version", "promotionalImageUrl", "promotionalText"].map { Array($0.utf8) }
-let versionKeys: [[UInt8]] = ["versionId", "versionTag"].map { Array($0.utf8) }
+/// The keys of an app record's members that ``Parser/selectMembers(_:_:)`` reads: those of
+/// ``AppRecord/recordFields``, then the version object's (its index is `recordKeys.count - 1`).
+let recordKeys: [[UInt8]] = (AppRecord.recordFields.map(\.key) + [AppRecord.Field.versionKey]).map { Array($0.utf8) }
+/// The keys of ``AppRecord/versionFields``.
+let versionKeys: [[UInt8]] = AppRecord.versionFields.map { Array($0.key.utf8) }
 
 extension JSONReader.Parser {
     fileprivate mutating func appRecordArray() -> [AppRecord?]? {
@@ -341,48 +343,28 @@ extension JSONReader.Parser {
     }
 
     /// One element: its record, `.some(nil)` when it is not an object with a valid id and version, `nil`
-    /// when it is not well-formed JSON. The same leniency as ``AppRecord/init(from:)``.
+    /// when it is not well-formed JSON. The same leniency as ``AppRecord/init(from:)``: each field of
+    /// ``AppRecord/fields`` set when its text is what its kind says.
     private mutating func appRecord() -> AppRecord?? {
         guard current == UInt8(ascii: "{") else { return value().map { _ -> AppRecord? in nil } }
-        // The string members, by their index in `recordKeys` (3, the version, is not one); no array per
-        // record: these are most of the list's work.
-        var texts: (String?, String?, String?, String?, String?, String?) = (nil, nil, nil, nil, nil, nil)
-        var version: (id: String?, tag: String?)?
-        let read = selectMembers(recordKeys) { parser, index in
-            guard index == 3 else {
-                // A string, or a value of another type that drops the field.
-                guard parser.current == UInt8(ascii: "\"") else { return parser.value() != nil }
-                guard let text = parser.string() else { return false }
-                switch index {
-                case 0: texts.0 = text
-                case 1: texts.1 = text
-                case 2: texts.2 = text
-                case 4: texts.4 = text
-                default: texts.5 = text
-                }
-                return true
-            }
-            guard parser.current == UInt8(ascii: "{") else { return parser.value() != nil }
-            var fields: (String?, String?) = (nil, nil)
-            let nested = parser.selectMembers(versionKeys) { parser, index in
-                guard parser.current == UInt8(ascii: "\"") else { return parser.value() != nil }
-                guard let text = parser.string() else { return false }
-                if index == 0 { fields.0 = text } else { fields.1 = text }
-                return true
-            }
-            guard nested else { return false }
-            version = (fields.0, fields.1)
+        var record = AppRecord.blank
+        var hasVersion = false
+        let versionIndex = recordKeys.count - 1
+        /// A string member of `fields[index]`, or a value of another type that drops the field.
+        func field(_ parser: inout JSONReader.Parser, _ field: AppRecord.Field) -> Bool {
+            guard parser.current == UInt8(ascii: "\"") else { return parser.value() != nil }
+            guard let text = parser.string() else { return false }
+            if field.accepts(text) { field.set(&record, text) }
             return true
         }
-        guard read else { return nil }
-        guard let id = texts.0, Identifier.isValid(id), let version, let versionId = version.id, Identifier.isValid(versionId) else {
-            return .some(nil)
+        let read = selectMembers(recordKeys) { parser, index in
+            guard index == versionIndex else { return field(&parser, AppRecord.recordFields[index]) }
+            guard parser.current == UInt8(ascii: "{") else { return parser.value() != nil }
+            hasVersion = true
+            return parser.selectMembers(versionKeys) { parser, index in field(&parser, AppRecord.versionFields[index]) }
         }
-        return AppRecord(
-            id: id, displayName: texts.1, icon: texts.2.flatMap(AppRecord.webURL),
-            version: AppVersion(versionId: versionId, versionTag: version.tag),
-            promotionalImageUrl: texts.4.flatMap(AppRecord.webURL), promotionalText: texts.5
-        )
+        guard read else { return nil }
+        return .some(AppRecord.isComplete(record, hasVersion: hasVersion) ? record : nil)
     }
 
     /// An object, at its `{`: for the first member named by each of `keys`, `member` reads the value

@@ -310,8 +310,8 @@ extension BundleCache {
         return list.withTexts { texts in
             var found: [Int: Rollback] = [:]
             for (index, entry) in list.entries.enumerated() {
-                guard let appId = texts.string(entry.id), remembered.contains(appId), let versionId = texts.string(entry.versionId),
-                      let rollback = try? rollback(appId: appId, offered: AppVersion(versionId: versionId, versionTag: texts.string(entry.versionTag)), preview: preview)
+                guard let appId = texts.string(entry[.id]), remembered.contains(appId), let versionId = texts.string(entry[.versionId]),
+                      let rollback = try? rollback(appId: appId, offered: AppVersion(versionId: versionId, versionTag: texts.string(entry[.versionTag])), preview: preview)
                 else { continue }
                 found[index] = rollback
             }
