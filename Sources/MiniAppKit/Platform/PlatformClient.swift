@@ -1,6 +1,6 @@
-package import AsyncHTTPClient
+import AsyncHTTPClient
 package import Foundation
-package import Logging
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -32,26 +32,6 @@ package final class PlatformClient: PlatformAPI {
     /// Where plain `http://` requests go on connections of their own (``PlatformConnections/perRequest``).
     let direct: DirectEndpoint?
 
-    /// A client for the platform at `baseURL`.
-    ///
-    /// By default it makes its own `HTTPClient`, which ``shutdown()`` closes.
-    /// A host may give its own `httpClient` (its event loops, TLS, proxy, tracing), which stays the
-    /// host's to shut down; it should not follow redirects (`redirectConfiguration: .disallow`), since
-    /// the subscription key travels in a header that a redirect to another origin would carry along.
-    /// A short-lived process may ask for `connections: .perRequest` (see ``PlatformConnections``), whose
-    /// requests run on `executor`.
-    package convenience init(
-        baseURL: URL, projectId: String, subscriptionKey: String? = nil, preview: Bool = false,
-        network: NetworkSettings = NetworkSettings(), httpClient: HTTPClient? = nil, executor: BlockingExecutor, connections: PlatformConnections = .pooled,
-        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
-    ) {
-        self.init(
-            baseURL: baseURL, projectId: projectId, subscriptionKey: subscriptionKey, preview: preview, network: network,
-            transport: HTTPTransport(network: network, httpClient: httpClient, executor: executor, connections: connections), ownsTransport: true,
-            logger: logger
-        )
-    }
-
     /// A client for the platform at `baseURL` whose requests go over `transport`, which it shuts down
     /// when `ownsTransport`.
     init(
@@ -69,18 +49,6 @@ package final class PlatformClient: PlatformAPI {
         self.executor = transport.executor
         self.policy = RequestPolicy(network: network, logger: logger)
         self.direct = transport.perRequest ? DirectEndpoint(baseURL: self.baseURL) : nil
-    }
-
-    /// A client for the remote platform that `configuration` names.
-    package convenience init(
-        configuration: MiniAppConfiguration, httpClient: HTTPClient? = nil, executor: BlockingExecutor, connections: PlatformConnections = .pooled,
-        logger: Logger = Logger(label: "miniapp", factory: { _ in SwiftLogNoOpLogHandler() })
-    ) throws(ConfigurationError) {
-        try self.init(
-            configuration: configuration,
-            transport: HTTPTransport(network: configuration.network, httpClient: httpClient, executor: executor, connections: connections),
-            ownsTransport: true, logger: logger
-        )
     }
 
     /// A client for the remote platform that `configuration` names, over `transport` (see
