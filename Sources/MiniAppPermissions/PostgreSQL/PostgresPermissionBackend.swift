@@ -239,53 +239,15 @@ final class PostgresPermissionBackend: PermissionBackend {
                         _ = try await connection.query(statement, logger: logger).collect()
                     }
                 }
-                if !applied.contains(4) {
-                    for statement in Self.secureStorageSchema {
+                // The steps that add to the schema: each set of statements, then its version, in one go.
+                for (version, statements) in [
+                    (4, Self.secureStorageSchema), (5, Self.storageUsageSchema), (6, Self.hostRecordSchema), (7, Self.resetNamesSchema),
+                    (8, Self.changeFeedSchema),
+                ] where !applied.contains(version) {
+                    for statement in statements {
                         _ = try await connection.query(statement, logger: logger).collect()
                     }
-                    _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (4)", logger: logger).collect()
-                }
-                if !applied.contains(5) {
-                    for statement in Self.storageUsageSchema {
-                        _ = try await connection.query(statement, logger: logger).collect()
-                    }
-                    _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (5)", logger: logger).collect()
-                }
-                if !applied.contains(6) {
-                    for statement in Self.hostRecordSchema {
-                        _ = try await connection.query(statement, logger: logger).collect()
-                    }
-                    _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (6)", logger: logger).collect()
-                }
-                if !applied.contains(7) {
-                    // miniapp_reset of some names only (a host page's *Reset* of one permission); NULL names
-                    // reset all. miniapp_reset stays for the binaries of earlier versions.
-                    for statement: PostgresQuery in [
-                        """
-                        CREATE OR REPLACE FUNCTION miniapp_reset_names(app text, reset_names text[], at_time double precision)
-                        RETURNS void LANGUAGE plpgsql AS $$
-                        DECLARE
-                            last double precision;
-                        BEGIN
-                            PERFORM pg_advisory_xact_lock(\(unescaped: String(Self.appLockClass)), hashtext(app));
-                            last := coalesce((SELECT changed_at FROM miniapp_permission_history WHERE app_id = app ORDER BY id DESC LIMIT 1), 0);
-                            INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at)
-                                SELECT app_id, name, status, NULL,
-                                    greatest(coalesce(at_time, floor(extract(epoch FROM clock_timestamp()) * 1000) / 1000), last)
-                                FROM miniapp_permission WHERE app_id = app AND (reset_names IS NULL OR name = ANY(reset_names)) ORDER BY name;
-                            DELETE FROM miniapp_permission WHERE app_id = app AND (reset_names IS NULL OR name = ANY(reset_names));
-                        END $$
-                        """,
-                        "INSERT INTO miniapp_schema (version) VALUES (7)",
-                    ] {
-                        _ = try await connection.query(statement, logger: logger).collect()
-                    }
-                }
-                if !applied.contains(8) {
-                    for statement in Self.changeFeedSchema {
-                        _ = try await connection.query(statement, logger: logger).collect()
-                    }
-                    _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (8)", logger: logger).collect()
+                    _ = try await connection.query("INSERT INTO miniapp_schema (version) VALUES (\(unescaped: String(version)))", logger: logger).collect()
                 }
             }
         }
@@ -360,6 +322,28 @@ final class PostgresPermissionBackend: PermissionBackend {
                 logger: logger
             ).collect()
         }
+    }
+
+    /// `miniapp_reset` of some names only (a host page's *Reset* of one permission), schema 7; `NULL`
+    /// names reset all. `miniapp_reset` stays for the binaries of earlier versions.
+    static var resetNamesSchema: [PostgresQuery] {
+        [
+            """
+            CREATE OR REPLACE FUNCTION miniapp_reset_names(app text, reset_names text[], at_time double precision)
+            RETURNS void LANGUAGE plpgsql AS $$
+            DECLARE
+                last double precision;
+            BEGIN
+                PERFORM pg_advisory_xact_lock(\(unescaped: String(Self.appLockClass)), hashtext(app));
+                last := coalesce((SELECT changed_at FROM miniapp_permission_history WHERE app_id = app ORDER BY id DESC LIMIT 1), 0);
+                INSERT INTO miniapp_permission_history (app_id, name, from_status, to_status, changed_at)
+                    SELECT app_id, name, status, NULL,
+                        greatest(coalesce(at_time, floor(extract(epoch FROM clock_timestamp()) * 1000) / 1000), last)
+                    FROM miniapp_permission WHERE app_id = app AND (reset_names IS NULL OR name = ANY(reset_names)) ORDER BY name;
+                DELETE FROM miniapp_permission WHERE app_id = app AND (reset_names IS NULL OR name = ANY(reset_names));
+            END $$
+            """,
+        ]
     }
 
     // MARK: Observing
