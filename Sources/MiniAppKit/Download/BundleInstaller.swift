@@ -168,10 +168,8 @@ public final class BundleInstaller: Sendable {
     private func checkLatest(appId: String, _ offered: AppVersion, allowDowngrade: Bool) async throws -> (Downgrade, remembered: Bool) {
         let cache = self.cache, preview = configuration.preview
         return try await executor.run { () throws -> (Downgrade, remembered: Bool) in
-            let history = try cache.latestHistory(appId: appId, preview: preview)
-            guard let rollback = history.rollback(appId: appId, offered: offered, installed: cache.installedFromPlatform(appId: appId, preview: preview)) else {
-                return (.none, history.latest?.version == offered)
-            }
+            let (rollback, remembered) = try cache.latestCheck(appId: appId, offered: offered, preview: preview)
+            guard let rollback else { return (.none, remembered) }
             guard allowDowngrade else { throw DownloadError.rollback(rollback) }
             return (.from(rollback.newer), false)
         }
@@ -184,15 +182,8 @@ public final class BundleInstaller: Sendable {
         let cache = self.cache, preview = configuration.preview, logger = self.logger
         try? await executor.runToCompletion {
             do {
-                var history = try cache.latestHistory(appId: appId, preview: preview)
-                // A latest replaced is what a power cut must not take back: that write is synced.
-                let replacing = history.latest != nil
-                if case .from = downgrade {
-                    history.allow(offered, at: Date())
-                } else if !history.accept(offered, at: Date()) {
-                    return
-                }
-                try cache.writeLatestHistory(history, appId: appId, preview: preview, durable: replacing)
+                let allowed = if case .from = downgrade { true } else { false }
+                try cache.remember(latest: offered, appId: appId, preview: preview, allowed: allowed)
             } catch {
                 logger.warning("the memory of the app's latest versions was not written", metadata: ["app-id": "\(appId)", "error": "\(error)"])
             }
@@ -868,15 +859,12 @@ public final class BundleInstaller: Sendable {
             case .from(let newer): staged.downgradedFrom = newer
             case .check:
                 // A version asked for by id: older than the latest remembered, or than one installed?
-                staged.downgradedFrom = (try? cache.rollback(appId: appId, offered: AppVersion(versionId: versionId, versionTag: versionTag), preview: preview))??.newer
+                staged.downgradedFrom = (try? cache.latestCheck(appId: appId, offered: AppVersion(versionId: versionId, versionTag: versionTag), preview: preview))?.rollback?.newer
             }
             var committed = try cache.commit(stage: stage, record: staged)
             if source == .network, repaired == nil {
-                // Remembered for the rollback check (a failure to note it leaves the cache's records to tell).
-                var history = try? cache.latestHistory(appId: appId, preview: preview)
-                if history?.noteInstalled(AppVersion(versionId: versionId, versionTag: versionTag), at: now) == true, let history {
-                    try? cache.writeLatestHistory(history, appId: appId, preview: preview)
-                }
+                // Remembered for the rollback check.
+                cache.noteInstalled(AppVersion(versionId: versionId, versionTag: versionTag), appId: appId, preview: preview, at: now)
             }
             if let key = outcome.fetchedKey { keyStore?.store(key) }
             committed.zipBytes = cache.keptZipBytes(committed)
