@@ -102,15 +102,6 @@ extension BundleCache {
         return nil
     }
 
-    /// Deletes the kept zips of the versions of `appId` other than `versionId`: only the most recently
-    /// installed version keeps its zip.
-    func dropKeptZips(appId: String, except versionId: String, on background: BackgroundWork?) {
-        for record in records(appId: appId) where record.versionId != versionId && record.zipBytes > 0 {
-            guard let path = keptZipPath(record) else { continue }
-            if let background { discard(path, on: background) } else { unlink(path) }
-        }
-    }
-
     /// The files of the version of `record` that hold exactly what entries of a new zip hold: `copied`
     /// maps the local-header offset of each entry of the new zip copied whole from `zip`, the version's
     /// kept zip, to where those bytes start in it; the file the version's extraction made from those

@@ -517,7 +517,7 @@ public final class BundleInstaller: Sendable {
     }
 
     private func repairLocked(appId: String, versionId: String, cache: BundleCache, verifier offlineVerifier: SignatureVerifier) async throws -> InstallOutcome? {
-        try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage -> InstallOutcome? in
+        try await cache.withStage(appId: appId, versionId: versionId, background: background) { stage -> InstallOutcome? in
             let found = try await executor.run { () -> (InstallRecord, [String], Set<ino_t>, String)?? in
                 guard let record = cache.record(appId: appId, versionId: versionId) else { return .some(nil) }
                 let report = cache.check(record)
@@ -531,7 +531,7 @@ public final class BundleInstaller: Sendable {
                 return (record, report.problems, damaged, zip)
             }
             guard let (record, problems, damaged, kept) = found ?? nil else { return nil }
-            let zip = scratch + "/bundle.zip"
+            let zip = stage.scratch + "/bundle.zip"
             let digest = try await executor.run { () throws -> [UInt8] in
                 // The cache's own file: a link planted in its place is not followed (link() links the
                 // link itself, which the hash then refuses).
@@ -559,7 +559,7 @@ public final class BundleInstaller: Sendable {
                 outcome: outcome, sha256: digest, transfer: record.transfer, signature: record.signatureValue, repairing: record
             )
             let committed = repaired.record
-            try? await executor.runToCompletion { cache.relinkRepaired(committed, damaged: damaged) }
+            try? await executor.runToCompletion { stage.relinkRepaired(committed, damaged: damaged) }
             let shown = problems.prefix(3).joined(separator: ", ") + (problems.count > 3 ? ", ..." : "")
             repaired.notes.insert("version \(versionId) of app \(appId) was damaged (\(shown)); repaired it from its kept zip", at: 0)
             logger.info("repaired from the kept zip", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
@@ -634,7 +634,7 @@ public final class BundleInstaller: Sendable {
         // Hashes and the signature come once the zip does: OpenSSL's set-up overlaps with the requests.
         CryptoRuntime.warmUp(on: executor)
         let cache = self.cache
-        return try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
+        return try await cache.withStage(appId: appId, versionId: versionId, background: background) { stage in
             if !force, let reused = try await executor.run({ () -> InstallOutcome? in
                 guard let cached = cache.record(appId: appId, versionId: versionId), cache.check(cached).intact else { return nil }
                 return Self.reuse(cached, in: cache)
@@ -651,7 +651,7 @@ public final class BundleInstaller: Sendable {
             guard manifest.urls.count == 1 else {
                 if let trusted { throw TUFError("target \(trusted.path)", "the platform lists several files for the version, where TUF lists one zip") }
                 guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
-                let (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
+                let (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage.path, progress: progress)
                 let transfer = Transfer(method: .full, fetchedBytes: downloaded.size, reusedBytes: 0)
                 return try await finish(
                     stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network,
@@ -659,7 +659,7 @@ public final class BundleInstaller: Sendable {
                     downgrade: downgrade
                 )
             }
-            let zip = scratch + "/bundle.zip"
+            let zip = stage.scratch + "/bundle.zip"
             var fetched: Int64 = 0
             // What a delta update (or the whole zip a range request got instead) gave, when it did.
             var assembled: (file: DownloadedFile, outcome: SignatureOutcome, transfer: Transfer)?
@@ -774,8 +774,8 @@ public final class BundleInstaller: Sendable {
         if let keyId { try Identifier.validate(keyId, as: .key) }
         CryptoRuntime.warmUp(on: executor)
         // The bundle is read once, into the copy the cache keeps: its digest is what is verified.
-        return try await announcing(appId: appId, versionId: versionId, progress: nil) { _ in try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
-            let zip = scratch + "/bundle.zip"
+        return try await announcing(appId: appId, versionId: versionId, progress: nil) { _ in try await cache.withStage(appId: appId, versionId: versionId, background: background) { stage in
+            let zip = stage.scratch + "/bundle.zip"
             let (sha256, size) = try await executor.run { try FileHashing.copyBundle(at: path, to: zip) }
             let outcome = await verifier.check(signature: signature, keyId: keyId, explicitKey: publicKey, versionId: versionId, sha256: sha256)
             try enforce(outcome)
@@ -787,45 +787,10 @@ public final class BundleInstaller: Sendable {
         } }
     }
 
-    /// Runs `body` holding the version's lock, with a fresh scratch folder and an empty `stage` folder in
-    /// it. After a success, the scratch folder (with a replaced version in it) is moved to the trash and
-    /// deleted in the background. After a failure or a cancellation, the scratch folder and the folders
-    /// this made are deleted before the error is thrown, so that the cache is exactly as it was.
-    private func withLockedStage<T>(appId: String, versionId: String, _ body: (_ scratch: String, _ stage: String) async throws -> T) async throws -> T {
-        let cache = self.cache
-        let created = try await executor.run { () throws -> [String] in
-            let created = try cache.prepare()
-            cache.sweep()
-            return created
-        }
-        do {
-            let lock = try await cache.lock(appId: appId, versionId: versionId)
-            defer { withExtendedLifetime(lock) {} }
-            let scratch = try await executor.run { try cache.freshScratch(appId: appId, versionId: versionId) }
-            do {
-                let stage = scratch + "/stage"
-                try await executor.run { guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) } }
-                let outcome = try await body(scratch, stage)
-                try? await executor.runToCompletion { cache.discard(scratch) }
-                background.run(name: "miniapp.trash") { cache.emptyTrash(orphans: true) }
-                return outcome
-            } catch {
-                try? await executor.runToCompletion {
-                    cache.discard(scratch)
-                    cache.emptyTrash()
-                }
-                throw error
-            }
-        } catch {
-            try? await executor.runToCompletion { cache.removeIfEmpty(created) }
-            throw error
-        }
-    }
-
     /// Commits a verified stage with its record (the size being the sum of `files`), and reports it.
     /// A cancellation that comes before the commit stops it; once committing, the install completes.
     private func finish(
-        stage: String, files: [BundleFile], appId: String, versionId: String, versionTag: String?,
+        stage: BundleCache.Stage, files: [BundleFile], appId: String, versionId: String, versionTag: String?,
         source: InstallSource, outcome: SignatureOutcome, sha256: [UInt8], transfer: Transfer?, signature: String?,
         signer: PublicKey? = nil, repairing repaired: InstallRecord? = nil, downgrade: Downgrade = .none
     ) async throws -> InstallOutcome {
@@ -850,7 +815,6 @@ public final class BundleInstaller: Sendable {
         }
         let cache = self.cache, preview = configuration.preview
         let keyStore = verifier.keyStore
-        let background = self.background
         let staged = record
         var committed = try await executor.runToCompletion { () throws -> InstallRecord in
             var staged = staged
@@ -861,15 +825,9 @@ public final class BundleInstaller: Sendable {
                 // A version asked for by id: older than the latest remembered, or than one installed?
                 staged.downgradedFrom = (try? cache.latestCheck(appId: appId, offered: AppVersion(versionId: versionId, versionTag: versionTag), preview: preview))?.rollback?.newer
             }
-            var committed = try cache.commit(stage: stage, record: staged)
-            if source == .network, repaired == nil {
-                // Remembered for the rollback check.
-                cache.noteInstalled(AppVersion(versionId: versionId, versionTag: versionTag), appId: appId, preview: preview, at: now)
-            }
+            // Noted in the memory of the latest versions when from the platform, for the rollback check.
+            let committed = try stage.commit(staged, fromPlatform: source == .network && repaired == nil, preview: preview)
             if let key = outcome.fetchedKey { keyStore?.store(key) }
-            committed.zipBytes = cache.keptZipBytes(committed)
-            // Only the most recently installed version of an app keeps its zip.
-            if committed.zipBytes > 0 { cache.dropKeptZips(appId: appId, except: versionId, on: background) }
             return committed
         }
         committed.source = repaired == nil ? source : .cache
@@ -891,13 +849,14 @@ public final class BundleInstaller: Sendable {
     /// copy the cache keeps. With `reuse`, the entries of `zip` copied whole from the kept zip of the
     /// version of `reuse.record` (proven intact) are hard links to that version's files, not inflated.
     private func unpack(
-        _ zip: String, into stage: String, appId: String, versionId: String, keepAs: String?,
+        _ zip: String, into staged: BundleCache.Stage, appId: String, versionId: String, keepAs: String?,
         reuse: (record: InstallRecord, zip: String, copied: [UInt64: UInt64])? = nil
     ) async throws -> [BundleFile] {
         let limits = configuration.extraction
         let cache = self.cache
         let logger = self.logger
         return try await executor.run {
+            let stage = staged.path
             let raw = stage + "/raw"
             var extractor = ArchiveExtractor(limits: limits)
             extractor.fileMode = 0o444
@@ -911,7 +870,7 @@ public final class BundleInstaller: Sendable {
             guard rename(result.bundleDirectory, stage + "/bundle") == 0 else { throw CacheError.system(stage + "/bundle") }
             if result.bundleDirectory != raw { rmdir(raw) }
             _ = try BundleManifest.read(bundleDirectory: stage + "/bundle")
-            let files = cache.shareFiles(stage: stage, files: result.files, linkedPaths: result.linkedPaths, appId: appId, versionId: versionId)
+            let files = staged.shareFiles(result.files, linkedPaths: result.linkedPaths)
             try Self.writeFileList(files, directories: result.directories, stage: stage)
             if let keepAs {
                 let kept = stage + "/" + keepAs + ".zip"
