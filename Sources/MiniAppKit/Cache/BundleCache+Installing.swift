@@ -1,11 +1,72 @@
 import Foundation
 import MiniAppCore
 
-// An install's way into the cache: a stage holds a version's lock and scratch folder until its commit puts
-// the version in place. The helpers only the stage uses are private, so that what is locked, synced and
-// deleted when is decided in the cache alone.
+// The installer's way into the cache: a few calls, each named for a step of an install, instead of the
+// cache's helpers one by one. Reuse finds an intact version and notes its use; a stage holds a version's
+// lock and scratch folder until its commit puts the version in place; the kept zip serves delta updates
+// and repairs (BundleCache+Sharing.swift); retention and leftovers are housekeeping; the memory of each
+// app's latest versions answers the rollback check (LatestHistory.swift). The helpers only these calls
+// use are private, so that what is locked, synced and deleted when is decided in the cache alone.
 
 extension BundleCache {
+    // MARK: Reuse
+
+    /// A cached copy of a version, as an install finds it.
+    enum CachedCopy: Sendable {
+        /// Not cached.
+        case missing
+        /// Cached and damaged: its record, what the check found, and whether this namespace holds it (only
+        /// then may its kept zip repair it).
+        case damaged(InstallRecord, IntegrityReport, here: Bool)
+        /// Cached, intact and reused: its use is noted now. `leftovers` tells whether killed processes left
+        /// anything for ``sweepLeftovers(on:)``; it is looked for only when asked.
+        case intact(InstallRecord, leftovers: Bool)
+    }
+
+    /// Version `versionId` of `appId` in this namespace, checked, and reused when intact. With
+    /// `findingLeftovers`, also whether `tmp/` or `trash/` hold anything. Blocks: the warm cache hit is
+    /// this call on the caller's thread, so it reads nothing more than that answer needs.
+    func reuse(appId: String, versionId: String, findingLeftovers: Bool = false) -> CachedCopy {
+        guard let cached = record(appId: appId, versionId: versionId) else { return .missing }
+        let report = check(cached)
+        guard report.intact else { return .damaged(cached, report, here: true) }
+        return .intact(touch(cached), leftovers: findingLeftovers && hasLeftovers())
+    }
+
+    /// A copy of `appId` (version `versionId`, or the newest when `nil`) from any namespace, as the cache
+    /// alone answers: the intact copy ``lookup(appId:versionId:intactOnly:)`` would give, reused, else the
+    /// damaged one it would give, with what its check found. Each copy is checked once. Blocks.
+    func reuseAnywhere(appId: String, versionId: String?) -> CachedCopy {
+        let ordered = copies(appId: appId, versionId: versionId)
+        var firstReport: IntegrityReport?
+        for copy in ordered {
+            let report = copy.cache.check(copy.record)
+            if report.intact { return .intact(copy.cache.touch(copy.record), leftovers: false) }
+            if firstReport == nil { firstReport = report }
+        }
+        guard let first = ordered.first, let firstReport else { return .missing }
+        return .damaged(first.record, firstReport, here: first.cache.namespace.key == namespace.key)
+    }
+
+    /// The version of `appId` reused in place of `rollback`'s offer: an intact one with a verified
+    /// signature, the newer version the rollback names when cached, else the highest semantic version,
+    /// else the most recently installed; `nil` when there is none. Blocks.
+    func reuse(appId: String, insteadOf rollback: Rollback) -> InstallRecord? {
+        let candidates = records(appId: appId).filter {
+            $0.versionId != rollback.offered.versionId && $0.signature == .verified && check($0).intact
+        }
+        let tagged = candidates.compactMap { record in record.versionTag.flatMap(SemanticVersion.init).map { ($0, record) } }
+        guard let chosen = candidates.first(where: { $0.versionId == rollback.newer.versionId })
+            ?? tagged.max(by: { $0.0 < $1.0 })?.1 ?? candidates.first else { return nil }
+        return touch(chosen)
+    }
+
+    /// The newest cached version of `appId`, damaged or not: this namespace's most recently installed,
+    /// else the copy ``lookup(appId:versionId:intactOnly:)`` finds in another namespace. Blocks.
+    func newest(appId: String) -> InstallRecord? {
+        records(appId: appId).first ?? lookup(appId: appId)?.record
+    }
+
     // MARK: Stage and commit
 
     /// An install of one version in progress, holding the version's lock (see
@@ -85,6 +146,17 @@ extension BundleCache {
         } catch {
             try? await executor.runToCompletion { removeIfEmpty(created) }
             throw error
+        }
+    }
+
+    // MARK: Housekeeping
+
+    /// Moves what killed processes left into the trash and empties it (``sweep()``, then
+    /// ``emptyTrash(orphans:)`` with orphans), on `background`: off the path of the call that found it.
+    func sweepLeftovers(on background: BackgroundWork) {
+        background.run(name: "miniapp.sweep") {
+            sweep()
+            emptyTrash(orphans: true)
         }
     }
 
@@ -182,6 +254,41 @@ extension BundleCache {
             try? Durability.writeAtomically(data, to: description, durable: false)
         }
         return created
+    }
+
+    /// Records a use of the version now, as the modification time of its `last-used` file (one system
+    /// call, no rewrite of the record); a failure only loses the timestamp.
+    @discardableResult
+    private func touch(_ record: InstallRecord, at date: Date = Date()) -> InstallRecord {
+        var updated = record
+        updated.lastUsedAt = date
+        let path = versionDirectory(appId: record.id, versionId: record.versionId) + "/last-used"
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        var times = [
+            timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1e9)),
+            timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1e9)),
+        ]
+        if utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW) != 0 {
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            if descriptor >= 0 {
+                futimens(descriptor, &times)
+                close(descriptor)
+            }
+        }
+        return updated
+    }
+
+    /// Whether `tmp/` or `trash/` hold anything: what a killed process may have left for ``sweep()``.
+    private func hasLeftovers() -> Bool {
+        [temporaryRoot, trashDirectory].contains { directory in
+            guard let stream = opendir(directory) else { return false }
+            defer { closedir(stream) }
+            while let entry = readdir(stream) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { return true }
+            }
+            return false
+        }
     }
 
     /// Deletes the kept zips of the versions of `appId` other than `versionId`: only the most recently

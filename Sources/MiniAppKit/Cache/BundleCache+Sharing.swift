@@ -94,6 +94,11 @@ extension BundleCache {
         return outcome.status == .verified ? nil : "its signature does not verify: \(outcome.error?.description ?? "unknown")"
     }
 
+    /// Where the version of `record` keeps its zip, when it keeps one: what repairs it.
+    func keptZip(of record: InstallRecord) -> String? {
+        record.zipBytes > 0 ? keptZipPath(record) : nil
+    }
+
     /// The kept zip of `appId`: the one of its most recently installed version that keeps one.
     func keptZip(appId: String) -> (record: InstallRecord, path: String)? {
         for record in records(appId: appId) where record.zipBytes > 0 {

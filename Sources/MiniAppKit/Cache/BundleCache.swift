@@ -172,7 +172,15 @@ public struct BundleCache: Sendable {
     /// or the newest when `nil`; an intact copy before a damaged one, this namespace before the others,
     /// then the most recently installed. With `intactOnly`, a damaged copy is never returned.
     package func lookup(appId: String, versionId: String? = nil, intactOnly: Bool = false) -> (cache: BundleCache, record: InstallRecord)? {
-        guard Identifier.isValid(appId), versionId.map(Identifier.isValid) ?? true else { return nil }
+        let ordered = copies(appId: appId, versionId: versionId)
+        if let intact = ordered.first(where: { $0.cache.check($0.record).intact }) { return intact }
+        return intactOnly ? nil : ordered.first
+    }
+
+    /// The cached copies of `appId` (version `versionId`, or every version) in every namespace, in the
+    /// order ``lookup(appId:versionId:intactOnly:)`` prefers them, unchecked.
+    func copies(appId: String, versionId: String?) -> [(cache: BundleCache, record: InstallRecord)] {
+        guard Identifier.isValid(appId), versionId.map(Identifier.isValid) ?? true else { return [] }
         var own: [(cache: BundleCache, record: InstallRecord)] = []
         var others: [(cache: BundleCache, record: InstallRecord)] = []
         for view in withOtherNamespaces() {
@@ -188,9 +196,7 @@ public struct BundleCache: Sendable {
                 others += found.map { (view, $0) }
             }
         }
-        let ordered = own + others.sorted { $0.record.installedAt > $1.record.installedAt }
-        if let intact = ordered.first(where: { $0.cache.check($0.record).intact }) { return intact }
-        return intactOnly ? nil : ordered.first
+        return own + others.sorted { $0.record.installedAt > $1.record.installedAt }
     }
 
     /// Compares a cached version with its install-time file list. The quick check hashes only files
@@ -302,28 +308,6 @@ public struct BundleCache: Sendable {
         return try await FileLock.acquire(lockPath(appId: appId, versionId: versionId), timeout: lockTimeout, executor: executor) {
             CacheError.busy(appId: appId, versionId: versionId, waitedSeconds: seconds)
         }
-    }
-
-    /// Records a use of the version now, as the modification time of its `last-used` file (one system
-    /// call, no rewrite of the record); a failure only loses the timestamp.
-    @discardableResult
-    func touch(_ record: InstallRecord, at date: Date = Date()) -> InstallRecord {
-        var updated = record
-        updated.lastUsedAt = date
-        let path = versionDirectory(appId: record.id, versionId: record.versionId) + "/last-used"
-        let seconds = date.timeIntervalSince1970.rounded(.down)
-        var times = [
-            timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1e9)),
-            timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1e9)),
-        ]
-        if utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW) != 0 {
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
-            if descriptor >= 0 {
-                futimens(descriptor, &times)
-                close(descriptor)
-            }
-        }
-        return updated
     }
 
     /// Deletes cached versions of `appId` (one, or all when `versionId` is `nil`); returns what went.
@@ -472,19 +456,6 @@ public struct BundleCache: Sendable {
                 if !Self.isRealDirectory(directory) || !FileManager.default.fileExists(atPath: directory + "/record.json") { discard(directory) }
                 withExtendedLifetime(lock) {}
             }
-        }
-    }
-
-    /// Whether `tmp/` or `trash/` hold anything: what a killed process may have left for ``sweep()``.
-    func hasLeftovers() -> Bool {
-        [temporaryRoot, trashDirectory].contains { directory in
-            guard let stream = opendir(directory) else { return false }
-            defer { closedir(stream) }
-            while let entry = readdir(stream) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name != "." && name != ".." { return true }
-            }
-            return false
         }
     }
 

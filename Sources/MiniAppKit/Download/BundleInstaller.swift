@@ -321,15 +321,7 @@ public final class BundleInstaller: Sendable {
     /// else the most recently installed; `nil` when there is none.
     private func newestVerified(appId: String, instead rollback: Rollback) async throws -> InstallOutcome? {
         let cache = self.cache
-        return try await executor.run { () -> InstallOutcome? in
-            let candidates = cache.records(appId: appId).filter {
-                $0.versionId != rollback.offered.versionId && $0.signature == .verified && cache.check($0).intact
-            }
-            let tagged = candidates.compactMap { record in record.versionTag.flatMap(SemanticVersion.init).map { ($0, record) } }
-            guard let chosen = candidates.first(where: { $0.versionId == rollback.newer.versionId })
-                ?? tagged.max(by: { $0.0 < $1.0 })?.1 ?? candidates.first else { return nil }
-            return Self.reuse(chosen, in: cache)
-        }
+        return try await executor.run { cache.reuse(appId: appId, insteadOf: rollback).map(Self.outcome(reusing:)) }
     }
 
     /// The newest cached version of `appId`, damaged or not, as an offline download gets it: reused when
@@ -343,8 +335,8 @@ public final class BundleInstaller: Sendable {
     /// version, with a note saying so; `nil` when none is intact.
     private func olderIntactVersion(appId: String, instead damaged: CacheError, prefix: String) async throws -> InstallOutcome? {
         let cache = self.cache
-        guard let (view, fallback) = try await executor.run({ cache.lookup(appId: appId, intactOnly: true) }) else { return nil }
-        var outcome = try await executor.run { Self.reuse(fallback, in: view) }
+        guard case .intact(let fallback, _) = try await executor.run({ cache.reuseAnywhere(appId: appId, versionId: nil) }) else { return nil }
+        var outcome = Self.outcome(reusing: fallback)
         let reason: String
         switch damaged {
         case .keptZipRejected(_, let versionId, let why):
@@ -362,7 +354,7 @@ public final class BundleInstaller: Sendable {
     /// The newest cached version of `appId`, damaged or not (a damaged one that keeps its zip is repaired).
     private func newestCachedVersion(appId: String) async throws -> AppVersion {
         let cache = self.cache
-        guard let newest = try await executor.run({ cache.records(appId: appId).first ?? cache.lookup(appId: appId)?.record }) else {
+        guard let newest = try await executor.run({ cache.newest(appId: appId) }) else {
             throw CacheError.notCached(appId: appId, versionId: nil)
         }
         return AppVersion(versionId: newest.versionId, versionTag: newest.versionTag)
@@ -384,19 +376,14 @@ public final class BundleInstaller: Sendable {
         let cache = self.cache
         let logger = self.logger
         guard platform != nil else { return try await ensureFromCache(appId: appId, versionId: versionId, force: force) }
-        if !force, case .intact(let reused, let leftovers) = try await executor.run({ [self] in
-            let copy = cachedCopy(appId: appId, versionId: versionId)
+        if !force, case .intact(let reused, let leftovers) = try await executor.run({
+            let copy = cache.reuse(appId: appId, versionId: versionId, findingLeftovers: true)
             if case .damaged = copy { logger.warning("cached version is damaged; repairing it", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"]) }
             return copy
         }) {
             // What killed processes left is cleaned by installs; a reuse cleans it too, off the caller's path.
-            if leftovers {
-                background.run(name: "miniapp.sweep") {
-                    cache.sweep()
-                    cache.emptyTrash(orphans: true)
-                }
-            }
-            return reused
+            if leftovers { cache.sweepLeftovers(on: background) }
+            return Self.outcome(reusing: reused)
         }
         if !force {
             // A damaged version that keeps its zip is repaired from it, with no network; a kept zip that
@@ -411,25 +398,6 @@ public final class BundleInstaller: Sendable {
         return try await installFromPlatform(
             appId: appId, versionId: versionId, versionTag: versionTag, force: force, downgrade: downgrade, trusted: trusted, progress: progress
         )
-    }
-
-    /// A cached copy of a version, as ``ensure(appId:versionId:versionTag:force:progress:)`` finds it first.
-    private enum CachedCopy: Sendable {
-        case missing, damaged
-        /// Reused (its last use noted), with whether killed processes left anything to sweep.
-        case intact(InstallOutcome, leftovers: Bool)
-    }
-
-    /// The cached copy of a version, checked, and reused when intact. Blocks: on ``pool``, or on a thread
-    /// that may.
-    private func cachedCopy(appId: String, versionId: String) -> CachedCopy {
-        Self.cachedCopy(in: cache, appId: appId, versionId: versionId)
-    }
-
-    private static func cachedCopy(in cache: BundleCache, appId: String, versionId: String) -> CachedCopy {
-        guard let cached = cache.record(appId: appId, versionId: versionId) else { return .missing }
-        guard cache.check(cached).intact else { return .damaged }
-        return .intact(Self.reuse(cached, in: cache), leftovers: cache.hasLeftovers())
     }
 
     /// What ``download(appId:versionId:force:progress:)`` of the given version returns when an intact copy
@@ -463,29 +431,25 @@ public final class BundleInstaller: Sendable {
 
     private static func reuseIntactCopy(in cache: BundleCache, configuration: MiniAppConfiguration, appId: String, versionId: String) -> InstallOutcome? {
         guard !configuration.retention.automatic, Identifier.isValid(appId), Identifier.isValid(versionId),
-              case .intact(let outcome, leftovers: false) = cachedCopy(in: cache, appId: appId, versionId: versionId)
+              case .intact(let record, leftovers: false) = cache.reuse(appId: appId, versionId: versionId, findingLeftovers: true)
         else { return nil }
-        return outcome
+        return outcome(reusing: record)
     }
 
     /// The version from the cache alone, as offline: an intact copy from any platform's part of the cache,
     /// else the damaged one repaired from its kept zip; ``CacheError`` when neither can be had.
     private func ensureFromCache(appId: String, versionId: String, force: Bool) async throws -> InstallOutcome {
         let cache = self.cache
-        // Offline, an intact copy from any platform's part of the cache will do (lookup checks it).
-        let problems: [String]?
-        do {
-            problems = try await executor.run { () throws -> [String]? in
-                if !force, let (view, cached) = cache.lookup(appId: appId, versionId: versionId, intactOnly: true) { throw Reused(outcome: Self.reuse(cached, in: view)) }
-                if !force, let (view, damaged) = cache.lookup(appId: appId, versionId: versionId) {
-                    return view.namespace.key == cache.namespace.key && damaged.zipBytes > 0 ? nil : view.check(damaged).problems
-                }
-                throw CacheError.notCached(appId: appId, versionId: versionId)
-            }
-        } catch let reused as Reused {
-            return reused.outcome
+        // Offline, an intact copy from any platform's part of the cache will do.
+        guard !force else { throw CacheError.notCached(appId: appId, versionId: versionId) }
+        switch try await executor.run({ cache.reuseAnywhere(appId: appId, versionId: versionId) }) {
+        case .missing:
+            throw CacheError.notCached(appId: appId, versionId: versionId)
+        case .intact(let cached, _):
+            return Self.outcome(reusing: cached)
+        case .damaged(let damaged, let report, let here):
+            guard here && damaged.zipBytes > 0 else { throw CacheError.damaged(appId: appId, versionId: versionId, problems: report.problems) }
         }
-        if let problems { throw CacheError.damaged(appId: appId, versionId: versionId, problems: problems) }
         // A damaged version that keeps its zip is repaired from it, with no network.
         guard let repaired = try await repair(appId: appId, versionId: versionId) else {
             throw CacheError.damaged(appId: appId, versionId: versionId, problems: ["its kept zip is gone"])
@@ -519,10 +483,13 @@ public final class BundleInstaller: Sendable {
     private func repairLocked(appId: String, versionId: String, cache: BundleCache, verifier offlineVerifier: SignatureVerifier) async throws -> InstallOutcome? {
         try await cache.withStage(appId: appId, versionId: versionId, background: background) { stage -> InstallOutcome? in
             let found = try await executor.run { () -> (InstallRecord, [String], Set<ino_t>, String)?? in
-                guard let record = cache.record(appId: appId, versionId: versionId) else { return .some(nil) }
-                let report = cache.check(record)
-                if report.intact { throw Reused(outcome: Self.reuse(record, in: cache)) }
-                guard record.zipBytes > 0, let zip = cache.keptZipPath(record) else { return .some(nil) }
+                let record: InstallRecord, report: IntegrityReport
+                switch cache.reuse(appId: appId, versionId: versionId) {
+                case .missing: return .some(nil)
+                case .intact(let reused, _): throw Reused(outcome: Self.outcome(reusing: reused))
+                case .damaged(let damaged, let found, _): (record, report) = (damaged, found)
+                }
+                guard let zip = cache.keptZip(of: record) else { return .some(nil) }
                 var damaged = Set<ino_t>()
                 var info = stat()
                 for problem in report.problems where problem.hasPrefix("changed: ") {
@@ -567,9 +534,9 @@ public final class BundleInstaller: Sendable {
         }
     }
 
-    /// Records a use of `record` in `view` (the cache it was found in) now: blocking, for the pool.
-    private static func reuse(_ record: InstallRecord, in view: BundleCache) -> InstallOutcome {
-        var used = view.touch(record)
+    /// What a download answers with a cached version it reuses (its use noted by the cache).
+    private static func outcome(reusing record: InstallRecord) -> InstallOutcome {
+        var used = record
         used.source = .cache
         return InstallOutcome(record: used, notes: Self.signatureNotes(used))
     }
@@ -635,11 +602,8 @@ public final class BundleInstaller: Sendable {
         CryptoRuntime.warmUp(on: executor)
         let cache = self.cache
         return try await cache.withStage(appId: appId, versionId: versionId, background: background) { stage in
-            if !force, let reused = try await executor.run({ () -> InstallOutcome? in
-                guard let cached = cache.record(appId: appId, versionId: versionId), cache.check(cached).intact else { return nil }
-                return Self.reuse(cached, in: cache)
-            }) {
-                return reused
+            if !force, case .intact(let reused, _) = try await executor.run({ cache.reuse(appId: appId, versionId: versionId) }) {
+                return Self.outcome(reusing: reused)
             }
             var tag = versionTag
             var manifest = try await platform.fileManifest(appId: appId, versionId: versionId)
