@@ -94,21 +94,17 @@ extension BundleCache {
         return outcome.status == .verified ? nil : "its signature does not verify: \(outcome.error?.description ?? "unknown")"
     }
 
+    /// Where the version of `record` keeps its zip, when it keeps one: what repairs it.
+    func keptZip(of record: InstallRecord) -> String? {
+        record.zipBytes > 0 ? keptZipPath(record) : nil
+    }
+
     /// The kept zip of `appId`: the one of its most recently installed version that keeps one.
     func keptZip(appId: String) -> (record: InstallRecord, path: String)? {
         for record in records(appId: appId) where record.zipBytes > 0 {
             if let path = keptZipPath(record) { return (record, path) }
         }
         return nil
-    }
-
-    /// Deletes the kept zips of the versions of `appId` other than `versionId`: only the most recently
-    /// installed version keeps its zip.
-    func dropKeptZips(appId: String, except versionId: String, on background: BackgroundWork?) {
-        for record in records(appId: appId) where record.versionId != versionId && record.zipBytes > 0 {
-            guard let path = keptZipPath(record) else { continue }
-            if let background { discard(path, on: background) } else { unlink(path) }
-        }
     }
 
     /// The files of the version of `record` that hold exactly what entries of a new zip hold: `copied`

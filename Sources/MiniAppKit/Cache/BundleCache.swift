@@ -172,7 +172,15 @@ public struct BundleCache: Sendable {
     /// or the newest when `nil`; an intact copy before a damaged one, this namespace before the others,
     /// then the most recently installed. With `intactOnly`, a damaged copy is never returned.
     package func lookup(appId: String, versionId: String? = nil, intactOnly: Bool = false) -> (cache: BundleCache, record: InstallRecord)? {
-        guard Identifier.isValid(appId), versionId.map(Identifier.isValid) ?? true else { return nil }
+        let ordered = copies(appId: appId, versionId: versionId)
+        if let intact = ordered.first(where: { $0.cache.check($0.record).intact }) { return intact }
+        return intactOnly ? nil : ordered.first
+    }
+
+    /// The cached copies of `appId` (version `versionId`, or every version) in every namespace, in the
+    /// order ``lookup(appId:versionId:intactOnly:)`` prefers them, unchecked.
+    func copies(appId: String, versionId: String?) -> [(cache: BundleCache, record: InstallRecord)] {
+        guard Identifier.isValid(appId), versionId.map(Identifier.isValid) ?? true else { return [] }
         var own: [(cache: BundleCache, record: InstallRecord)] = []
         var others: [(cache: BundleCache, record: InstallRecord)] = []
         for view in withOtherNamespaces() {
@@ -188,9 +196,7 @@ public struct BundleCache: Sendable {
                 others += found.map { (view, $0) }
             }
         }
-        let ordered = own + others.sorted { $0.record.installedAt > $1.record.installedAt }
-        if let intact = ordered.first(where: { $0.cache.check($0.record).intact }) { return intact }
-        return intactOnly ? nil : ordered.first
+        return own + others.sorted { $0.record.installedAt > $1.record.installedAt }
     }
 
     /// Compares a cached version with its install-time file list. The quick check hashes only files
@@ -302,122 +308,6 @@ public struct BundleCache: Sendable {
         return try await FileLock.acquire(lockPath(appId: appId, versionId: versionId), timeout: lockTimeout, executor: executor) {
             CacheError.busy(appId: appId, versionId: versionId, waitedSeconds: seconds)
         }
-    }
-
-    /// Makes a fresh, empty scratch folder for an install of this version (the caller holds the lock),
-    /// first discarding whatever a killed earlier attempt left there.
-    func freshScratch(appId: String, versionId: String) throws(CacheError) -> String {
-        try Self.requireRealDirectory(temporaryRoot)
-        let scratch = scratchDirectory(appId: appId, versionId: versionId)
-        var info = stat()
-        if lstat(scratch, &info) == 0 { discard(scratch) }
-        if mkdir(scratch, 0o755) != 0 {
-            // Another process's failed install may have just removed the empty tmp folder it had made.
-            guard errno == ENOENT, mkdir(temporaryRoot, 0o755) == 0 || errno == EEXIST, mkdir(scratch, 0o755) == 0 else {
-                throw .system(scratch)
-            }
-        }
-        return scratch
-    }
-
-    /// Moves a finished staging folder (holding `bundle/` and `files.list`) into the version's place and
-    /// writes its record last. The caller holds the version's lock and runs it on ``threadPool`` (it
-    /// blocks); the stage sits in the install's scratch folder.
-    ///
-    /// A version that replaces another (a `--force` reinstall, a repair, what a killed install left) is
-    /// made durable first, with one file-system sync, so that a power cut never trades a whole version for
-    /// a torn one. A first install waits for no disk: its record names the boot it was written in
-    /// (``InstallRecord/unsyncedBoot``), and a later boot checks every byte of it before any use (see
-    /// ``check(_:thorough:)``). A power cut loses it at worst, never passes it off as whole.
-    func commit(stage: String, record: InstallRecord) throws(CacheError) -> InstallRecord {
-        var record = record
-        if let list = FileReading.contents(stage + "/files.list", followingLinks: false) { record.fileListDigest = SHA256Digest.hash(list).hexString }
-        let directory = versionDirectory(appId: record.id, versionId: record.versionId)
-        var info = stat()
-        let replacing = lstat(directory, &info) == 0
-        record.unsyncedBoot = replacing ? nil : Durability.currentBoot
-        if record.unsyncedBoot == nil { try Durability.syncFileSystem(containing: stage) }
-        let parent = (directory as NSString).deletingLastPathComponent
-        let created = try makeVersionParents(parent)
-        // A version installed again (--force) is moved aside, and back if the new one cannot be committed.
-        // Aside means into this install's scratch folder (beside the stage), which the version lock
-        // protects from other processes' sweeps and which is discarded with the scratch folder.
-        var displaced: String?
-        if replacing {
-            let aside = (stage as NSString).deletingLastPathComponent + "/displaced"
-            guard rename(directory, aside) == 0 else { throw .system(directory) }
-            displaced = aside
-        }
-        func undo(_ error: CacheError) -> CacheError {
-            if access(directory, F_OK) == 0 { rename(directory, trashDirectory + "/" + UUID().uuidString) }
-            if let displaced { rename(displaced, directory) }
-            if created.contains(namespaceDirectory) { unlink(namespaceDirectory + "/platform.json") }
-            removeIfEmpty(created)
-            return error
-        }
-        guard rename(stage, directory) == 0 else { throw undo(.system(directory)) }
-        var committed = record
-        committed.path = directory + "/bundle"
-        do {
-            try Durability.writeAtomically(
-                try RecordCoding.storageEncoder().encode(committed), to: directory + "/record.json", durable: committed.unsyncedBoot == nil
-            )
-        } catch let error as CacheError {
-            throw undo(error)
-        } catch {
-            throw undo(.foundation(directory + "/record.json", error))
-        }
-        return committed
-    }
-
-    /// Creates `bundles/<namespace>/<app-id>` as needed, with the namespace's `platform.json` (what
-    /// lets other views find it), and returns the folders it created, parents first.
-    private func makeVersionParents(_ appDirectory: String) throws(CacheError) -> [String] {
-        var created: [String] = []
-        for directory in [root + "/bundles", namespaceDirectory, appDirectory] {
-            if mkdir(directory, 0o755) == 0 {
-                created.append(directory)
-            } else if errno != EEXIST {
-                removeIfEmpty(created)
-                throw .system(directory)
-            } else {
-                do {
-                    try Self.requireRealDirectory(directory)
-                } catch {
-                    removeIfEmpty(created)
-                    throw error
-                }
-            }
-        }
-        let description = namespaceDirectory + "/platform.json"
-        if access(description, F_OK) != 0, let data = try? RecordCoding.encoder(pretty: true).encode(namespace) {
-            // Whole or absent (written aside, then renamed), with no fsync: Foundation's atomic write
-            // syncs, which put a wait for the disk into every first install into a namespace.
-            try? Durability.writeAtomically(data, to: description, durable: false)
-        }
-        return created
-    }
-
-    /// Records a use of the version now, as the modification time of its `last-used` file (one system
-    /// call, no rewrite of the record); a failure only loses the timestamp.
-    @discardableResult
-    func touch(_ record: InstallRecord, at date: Date = Date()) -> InstallRecord {
-        var updated = record
-        updated.lastUsedAt = date
-        let path = versionDirectory(appId: record.id, versionId: record.versionId) + "/last-used"
-        let seconds = date.timeIntervalSince1970.rounded(.down)
-        var times = [
-            timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1e9)),
-            timespec(tv_sec: Int(seconds), tv_nsec: Int((date.timeIntervalSince1970 - seconds) * 1e9)),
-        ]
-        if utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW) != 0 {
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
-            if descriptor >= 0 {
-                futimens(descriptor, &times)
-                close(descriptor)
-            }
-        }
-        return updated
     }
 
     /// Deletes cached versions of `appId` (one, or all when `versionId` is `nil`); returns what went.
@@ -566,19 +456,6 @@ public struct BundleCache: Sendable {
                 if !Self.isRealDirectory(directory) || !FileManager.default.fileExists(atPath: directory + "/record.json") { discard(directory) }
                 withExtendedLifetime(lock) {}
             }
-        }
-    }
-
-    /// Whether `tmp/` or `trash/` hold anything: what a killed process may have left for ``sweep()``.
-    func hasLeftovers() -> Bool {
-        [temporaryRoot, trashDirectory].contains { directory in
-            guard let stream = opendir(directory) else { return false }
-            defer { closedir(stream) }
-            while let entry = readdir(stream) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name != "." && name != ".." { return true }
-            }
-            return false
         }
     }
 

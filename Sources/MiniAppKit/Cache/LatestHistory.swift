@@ -243,7 +243,7 @@ extension BundleCache {
     /// What the cache remembers of the latest versions of `appId`: empty when it remembers nothing;
     /// ``CacheError/unreadable(path:what:)`` when the memory exists and cannot be read (an unreadable
     /// memory would let any version through). Blocks for a small file's read.
-    package func latestHistory(appId: String, preview: Bool = false) throws(CacheError) -> LatestHistory {
+    private func latestHistory(appId: String, preview: Bool = false) throws(CacheError) -> LatestHistory {
         guard Identifier.isValid(appId) else { return LatestHistory() }
         let path = historyPath(appId: appId, preview: preview)
         var info = stat()
@@ -259,7 +259,7 @@ extension BundleCache {
 
     /// Writes the memory of `appId`'s latest versions, whole or not at all; synced to the disk when
     /// `durable`.
-    package func writeLatestHistory(_ history: LatestHistory, appId: String, preview: Bool = false, durable: Bool = false) throws(CacheError) {
+    private func writeLatestHistory(_ history: LatestHistory, appId: String, preview: Bool = false, durable: Bool = false) throws(CacheError) {
         try prepare()
         for directory in [root + "/history", historyDirectory] {
             if mkdir(directory, 0o755) != 0, errno != EEXIST { throw .system(directory) }
@@ -275,9 +275,41 @@ extension BundleCache {
         return history.rollback(appId: appId, offered: offered, installed: installedFromPlatform(appId: appId, preview: preview))
     }
 
+    /// What `offered`, the platform's latest version of `appId`, is to the memory: the rollback it would
+    /// be (as ``rollback(appId:offered:preview:)`` answers), and whether the memory holds it as the latest
+    /// already. Blocks.
+    func latestCheck(appId: String, offered: AppVersion, preview: Bool) throws(CacheError) -> (rollback: Rollback?, remembered: Bool) {
+        let history = try latestHistory(appId: appId, preview: preview)
+        return (history.rollback(appId: appId, offered: offered, installed: installedFromPlatform(appId: appId, preview: preview)), history.latest?.version == offered)
+    }
+
+    /// Remembers `offered` as the latest version of `appId` (as one the user went back to, when
+    /// `allowed`), reading the memory afresh: the install may have noted itself meanwhile. A latest
+    /// replaced is what a power cut must not take back: that write is synced. Blocks.
+    func remember(latest offered: AppVersion, appId: String, preview: Bool, allowed: Bool) throws(CacheError) {
+        var history = try latestHistory(appId: appId, preview: preview)
+        let replacing = history.latest != nil
+        if allowed {
+            history.allow(offered, at: Date())
+        } else if !history.accept(offered, at: Date()) {
+            return
+        }
+        try writeLatestHistory(history, appId: appId, preview: preview, durable: replacing)
+    }
+
+    /// Notes `version`, installed from the platform at `date`, for the rollback check (see
+    /// ``LatestHistory/noteInstalled(_:at:)``); a failure to note it leaves the cache's records to tell.
+    /// Blocks.
+    func noteInstalled(_ version: AppVersion, appId: String, preview: Bool, at date: Date) {
+        var history = try? latestHistory(appId: appId, preview: preview)
+        if history?.noteInstalled(version, at: date) == true, let history {
+            try? writeLatestHistory(history, appId: appId, preview: preview)
+        }
+    }
+
     /// The versions of `appId` cached in this namespace that came from its platform (not local bundles)
     /// in the same mode (a version tried in preview does not count outside it).
-    func installedFromPlatform(appId: String, preview: Bool = false) -> [AppVersion] {
+    private func installedFromPlatform(appId: String, preview: Bool = false) -> [AppVersion] {
         records(appId: appId).filter { ($0.installedSource ?? $0.source) != .bundle && (preview || !$0.preview) }
             .map { AppVersion(versionId: $0.versionId, versionTag: $0.versionTag) }
     }

@@ -168,10 +168,8 @@ public final class BundleInstaller: Sendable {
     private func checkLatest(appId: String, _ offered: AppVersion, allowDowngrade: Bool) async throws -> (Downgrade, remembered: Bool) {
         let cache = self.cache, preview = configuration.preview
         return try await executor.run { () throws -> (Downgrade, remembered: Bool) in
-            let history = try cache.latestHistory(appId: appId, preview: preview)
-            guard let rollback = history.rollback(appId: appId, offered: offered, installed: cache.installedFromPlatform(appId: appId, preview: preview)) else {
-                return (.none, history.latest?.version == offered)
-            }
+            let (rollback, remembered) = try cache.latestCheck(appId: appId, offered: offered, preview: preview)
+            guard let rollback else { return (.none, remembered) }
             guard allowDowngrade else { throw DownloadError.rollback(rollback) }
             return (.from(rollback.newer), false)
         }
@@ -184,15 +182,8 @@ public final class BundleInstaller: Sendable {
         let cache = self.cache, preview = configuration.preview, logger = self.logger
         try? await executor.runToCompletion {
             do {
-                var history = try cache.latestHistory(appId: appId, preview: preview)
-                // A latest replaced is what a power cut must not take back: that write is synced.
-                let replacing = history.latest != nil
-                if case .from = downgrade {
-                    history.allow(offered, at: Date())
-                } else if !history.accept(offered, at: Date()) {
-                    return
-                }
-                try cache.writeLatestHistory(history, appId: appId, preview: preview, durable: replacing)
+                let allowed = if case .from = downgrade { true } else { false }
+                try cache.remember(latest: offered, appId: appId, preview: preview, allowed: allowed)
             } catch {
                 logger.warning("the memory of the app's latest versions was not written", metadata: ["app-id": "\(appId)", "error": "\(error)"])
             }
@@ -330,15 +321,7 @@ public final class BundleInstaller: Sendable {
     /// else the most recently installed; `nil` when there is none.
     private func newestVerified(appId: String, instead rollback: Rollback) async throws -> InstallOutcome? {
         let cache = self.cache
-        return try await executor.run { () -> InstallOutcome? in
-            let candidates = cache.records(appId: appId).filter {
-                $0.versionId != rollback.offered.versionId && $0.signature == .verified && cache.check($0).intact
-            }
-            let tagged = candidates.compactMap { record in record.versionTag.flatMap(SemanticVersion.init).map { ($0, record) } }
-            guard let chosen = candidates.first(where: { $0.versionId == rollback.newer.versionId })
-                ?? tagged.max(by: { $0.0 < $1.0 })?.1 ?? candidates.first else { return nil }
-            return Self.reuse(chosen, in: cache)
-        }
+        return try await executor.run { cache.reuse(appId: appId, insteadOf: rollback).map(Self.outcome(reusing:)) }
     }
 
     /// The newest cached version of `appId`, damaged or not, as an offline download gets it: reused when
@@ -352,8 +335,8 @@ public final class BundleInstaller: Sendable {
     /// version, with a note saying so; `nil` when none is intact.
     private func olderIntactVersion(appId: String, instead damaged: CacheError, prefix: String) async throws -> InstallOutcome? {
         let cache = self.cache
-        guard let (view, fallback) = try await executor.run({ cache.lookup(appId: appId, intactOnly: true) }) else { return nil }
-        var outcome = try await executor.run { Self.reuse(fallback, in: view) }
+        guard case .intact(let fallback, _) = try await executor.run({ cache.reuseAnywhere(appId: appId, versionId: nil) }) else { return nil }
+        var outcome = Self.outcome(reusing: fallback)
         let reason: String
         switch damaged {
         case .keptZipRejected(_, let versionId, let why):
@@ -371,7 +354,7 @@ public final class BundleInstaller: Sendable {
     /// The newest cached version of `appId`, damaged or not (a damaged one that keeps its zip is repaired).
     private func newestCachedVersion(appId: String) async throws -> AppVersion {
         let cache = self.cache
-        guard let newest = try await executor.run({ cache.records(appId: appId).first ?? cache.lookup(appId: appId)?.record }) else {
+        guard let newest = try await executor.run({ cache.newest(appId: appId) }) else {
             throw CacheError.notCached(appId: appId, versionId: nil)
         }
         return AppVersion(versionId: newest.versionId, versionTag: newest.versionTag)
@@ -393,19 +376,14 @@ public final class BundleInstaller: Sendable {
         let cache = self.cache
         let logger = self.logger
         guard platform != nil else { return try await ensureFromCache(appId: appId, versionId: versionId, force: force) }
-        if !force, case .intact(let reused, let leftovers) = try await executor.run({ [self] in
-            let copy = cachedCopy(appId: appId, versionId: versionId)
+        if !force, case .intact(let reused, let leftovers) = try await executor.run({
+            let copy = cache.reuse(appId: appId, versionId: versionId, findingLeftovers: true)
             if case .damaged = copy { logger.warning("cached version is damaged; repairing it", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"]) }
             return copy
         }) {
             // What killed processes left is cleaned by installs; a reuse cleans it too, off the caller's path.
-            if leftovers {
-                background.run(name: "miniapp.sweep") {
-                    cache.sweep()
-                    cache.emptyTrash(orphans: true)
-                }
-            }
-            return reused
+            if leftovers { cache.sweepLeftovers(on: background) }
+            return Self.outcome(reusing: reused)
         }
         if !force {
             // A damaged version that keeps its zip is repaired from it, with no network; a kept zip that
@@ -420,25 +398,6 @@ public final class BundleInstaller: Sendable {
         return try await installFromPlatform(
             appId: appId, versionId: versionId, versionTag: versionTag, force: force, downgrade: downgrade, trusted: trusted, progress: progress
         )
-    }
-
-    /// A cached copy of a version, as ``ensure(appId:versionId:versionTag:force:progress:)`` finds it first.
-    private enum CachedCopy: Sendable {
-        case missing, damaged
-        /// Reused (its last use noted), with whether killed processes left anything to sweep.
-        case intact(InstallOutcome, leftovers: Bool)
-    }
-
-    /// The cached copy of a version, checked, and reused when intact. Blocks: on ``pool``, or on a thread
-    /// that may.
-    private func cachedCopy(appId: String, versionId: String) -> CachedCopy {
-        Self.cachedCopy(in: cache, appId: appId, versionId: versionId)
-    }
-
-    private static func cachedCopy(in cache: BundleCache, appId: String, versionId: String) -> CachedCopy {
-        guard let cached = cache.record(appId: appId, versionId: versionId) else { return .missing }
-        guard cache.check(cached).intact else { return .damaged }
-        return .intact(Self.reuse(cached, in: cache), leftovers: cache.hasLeftovers())
     }
 
     /// What ``download(appId:versionId:force:progress:)`` of the given version returns when an intact copy
@@ -472,29 +431,25 @@ public final class BundleInstaller: Sendable {
 
     private static func reuseIntactCopy(in cache: BundleCache, configuration: MiniAppConfiguration, appId: String, versionId: String) -> InstallOutcome? {
         guard !configuration.retention.automatic, Identifier.isValid(appId), Identifier.isValid(versionId),
-              case .intact(let outcome, leftovers: false) = cachedCopy(in: cache, appId: appId, versionId: versionId)
+              case .intact(let record, leftovers: false) = cache.reuse(appId: appId, versionId: versionId, findingLeftovers: true)
         else { return nil }
-        return outcome
+        return outcome(reusing: record)
     }
 
     /// The version from the cache alone, as offline: an intact copy from any platform's part of the cache,
     /// else the damaged one repaired from its kept zip; ``CacheError`` when neither can be had.
     private func ensureFromCache(appId: String, versionId: String, force: Bool) async throws -> InstallOutcome {
         let cache = self.cache
-        // Offline, an intact copy from any platform's part of the cache will do (lookup checks it).
-        let problems: [String]?
-        do {
-            problems = try await executor.run { () throws -> [String]? in
-                if !force, let (view, cached) = cache.lookup(appId: appId, versionId: versionId, intactOnly: true) { throw Reused(outcome: Self.reuse(cached, in: view)) }
-                if !force, let (view, damaged) = cache.lookup(appId: appId, versionId: versionId) {
-                    return view.namespace.key == cache.namespace.key && damaged.zipBytes > 0 ? nil : view.check(damaged).problems
-                }
-                throw CacheError.notCached(appId: appId, versionId: versionId)
-            }
-        } catch let reused as Reused {
-            return reused.outcome
+        // Offline, an intact copy from any platform's part of the cache will do.
+        guard !force else { throw CacheError.notCached(appId: appId, versionId: versionId) }
+        switch try await executor.run({ cache.reuseAnywhere(appId: appId, versionId: versionId) }) {
+        case .missing:
+            throw CacheError.notCached(appId: appId, versionId: versionId)
+        case .intact(let cached, _):
+            return Self.outcome(reusing: cached)
+        case .damaged(let damaged, let report, let here):
+            guard here && damaged.zipBytes > 0 else { throw CacheError.damaged(appId: appId, versionId: versionId, problems: report.problems) }
         }
-        if let problems { throw CacheError.damaged(appId: appId, versionId: versionId, problems: problems) }
         // A damaged version that keeps its zip is repaired from it, with no network.
         guard let repaired = try await repair(appId: appId, versionId: versionId) else {
             throw CacheError.damaged(appId: appId, versionId: versionId, problems: ["its kept zip is gone"])
@@ -526,12 +481,15 @@ public final class BundleInstaller: Sendable {
     }
 
     private func repairLocked(appId: String, versionId: String, cache: BundleCache, verifier offlineVerifier: SignatureVerifier) async throws -> InstallOutcome? {
-        try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage -> InstallOutcome? in
+        try await cache.withStage(appId: appId, versionId: versionId, background: background) { stage -> InstallOutcome? in
             let found = try await executor.run { () -> (InstallRecord, [String], Set<ino_t>, String)?? in
-                guard let record = cache.record(appId: appId, versionId: versionId) else { return .some(nil) }
-                let report = cache.check(record)
-                if report.intact { throw Reused(outcome: Self.reuse(record, in: cache)) }
-                guard record.zipBytes > 0, let zip = cache.keptZipPath(record) else { return .some(nil) }
+                let record: InstallRecord, report: IntegrityReport
+                switch cache.reuse(appId: appId, versionId: versionId) {
+                case .missing: return .some(nil)
+                case .intact(let reused, _): throw Reused(outcome: Self.outcome(reusing: reused))
+                case .damaged(let damaged, let found, _): (record, report) = (damaged, found)
+                }
+                guard let zip = cache.keptZip(of: record) else { return .some(nil) }
                 var damaged = Set<ino_t>()
                 var info = stat()
                 for problem in report.problems where problem.hasPrefix("changed: ") {
@@ -540,7 +498,7 @@ public final class BundleInstaller: Sendable {
                 return (record, report.problems, damaged, zip)
             }
             guard let (record, problems, damaged, kept) = found ?? nil else { return nil }
-            let zip = scratch + "/bundle.zip"
+            let zip = stage.scratch + "/bundle.zip"
             let digest = try await executor.run { () throws -> [UInt8] in
                 // The cache's own file: a link planted in its place is not followed (link() links the
                 // link itself, which the hash then refuses).
@@ -568,7 +526,7 @@ public final class BundleInstaller: Sendable {
                 outcome: outcome, sha256: digest, transfer: record.transfer, signature: record.signatureValue, repairing: record
             )
             let committed = repaired.record
-            try? await executor.runToCompletion { cache.relinkRepaired(committed, damaged: damaged) }
+            try? await executor.runToCompletion { stage.relinkRepaired(committed, damaged: damaged) }
             let shown = problems.prefix(3).joined(separator: ", ") + (problems.count > 3 ? ", ..." : "")
             repaired.notes.insert("version \(versionId) of app \(appId) was damaged (\(shown)); repaired it from its kept zip", at: 0)
             logger.info("repaired from the kept zip", metadata: ["app-id": "\(appId)", "version-id": "\(versionId)"])
@@ -576,9 +534,9 @@ public final class BundleInstaller: Sendable {
         }
     }
 
-    /// Records a use of `record` in `view` (the cache it was found in) now: blocking, for the pool.
-    private static func reuse(_ record: InstallRecord, in view: BundleCache) -> InstallOutcome {
-        var used = view.touch(record)
+    /// What a download answers with a cached version it reuses (its use noted by the cache).
+    private static func outcome(reusing record: InstallRecord) -> InstallOutcome {
+        var used = record
         used.source = .cache
         return InstallOutcome(record: used, notes: Self.signatureNotes(used))
     }
@@ -643,12 +601,9 @@ public final class BundleInstaller: Sendable {
         // Hashes and the signature come once the zip does: OpenSSL's set-up overlaps with the requests.
         CryptoRuntime.warmUp(on: executor)
         let cache = self.cache
-        return try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
-            if !force, let reused = try await executor.run({ () -> InstallOutcome? in
-                guard let cached = cache.record(appId: appId, versionId: versionId), cache.check(cached).intact else { return nil }
-                return Self.reuse(cached, in: cache)
-            }) {
-                return reused
+        return try await cache.withStage(appId: appId, versionId: versionId, background: background) { stage in
+            if !force, case .intact(let reused, _) = try await executor.run({ cache.reuse(appId: appId, versionId: versionId) }) {
+                return Self.outcome(reusing: reused)
             }
             var tag = versionTag
             var manifest = try await platform.fileManifest(appId: appId, versionId: versionId)
@@ -660,7 +615,7 @@ public final class BundleInstaller: Sendable {
             guard manifest.urls.count == 1 else {
                 if let trusted { throw TUFError("target \(trusted.path)", "the platform lists several files for the version, where TUF lists one zip") }
                 guard configuration.signaturePolicy == .advisory else { throw SignatureError.multiFileManifest(versionId: versionId) }
-                let (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage, progress: progress)
+                let (downloaded, files) = try await downloadFiles(manifest.urls, versionId: versionId, into: stage.path, progress: progress)
                 let transfer = Transfer(method: .full, fetchedBytes: downloaded.size, reusedBytes: 0)
                 return try await finish(
                     stage: stage, files: files, appId: appId, versionId: versionId, versionTag: tag, source: .network,
@@ -668,7 +623,7 @@ public final class BundleInstaller: Sendable {
                     downgrade: downgrade
                 )
             }
-            let zip = scratch + "/bundle.zip"
+            let zip = stage.scratch + "/bundle.zip"
             var fetched: Int64 = 0
             // What a delta update (or the whole zip a range request got instead) gave, when it did.
             var assembled: (file: DownloadedFile, outcome: SignatureOutcome, transfer: Transfer)?
@@ -783,8 +738,8 @@ public final class BundleInstaller: Sendable {
         if let keyId { try Identifier.validate(keyId, as: .key) }
         CryptoRuntime.warmUp(on: executor)
         // The bundle is read once, into the copy the cache keeps: its digest is what is verified.
-        return try await announcing(appId: appId, versionId: versionId, progress: nil) { _ in try await withLockedStage(appId: appId, versionId: versionId) { scratch, stage in
-            let zip = scratch + "/bundle.zip"
+        return try await announcing(appId: appId, versionId: versionId, progress: nil) { _ in try await cache.withStage(appId: appId, versionId: versionId, background: background) { stage in
+            let zip = stage.scratch + "/bundle.zip"
             let (sha256, size) = try await executor.run { try FileHashing.copyBundle(at: path, to: zip) }
             let outcome = await verifier.check(signature: signature, keyId: keyId, explicitKey: publicKey, versionId: versionId, sha256: sha256)
             try enforce(outcome)
@@ -796,45 +751,10 @@ public final class BundleInstaller: Sendable {
         } }
     }
 
-    /// Runs `body` holding the version's lock, with a fresh scratch folder and an empty `stage` folder in
-    /// it. After a success, the scratch folder (with a replaced version in it) is moved to the trash and
-    /// deleted in the background. After a failure or a cancellation, the scratch folder and the folders
-    /// this made are deleted before the error is thrown, so that the cache is exactly as it was.
-    private func withLockedStage<T>(appId: String, versionId: String, _ body: (_ scratch: String, _ stage: String) async throws -> T) async throws -> T {
-        let cache = self.cache
-        let created = try await executor.run { () throws -> [String] in
-            let created = try cache.prepare()
-            cache.sweep()
-            return created
-        }
-        do {
-            let lock = try await cache.lock(appId: appId, versionId: versionId)
-            defer { withExtendedLifetime(lock) {} }
-            let scratch = try await executor.run { try cache.freshScratch(appId: appId, versionId: versionId) }
-            do {
-                let stage = scratch + "/stage"
-                try await executor.run { guard mkdir(stage, 0o755) == 0 else { throw CacheError.system(stage) } }
-                let outcome = try await body(scratch, stage)
-                try? await executor.runToCompletion { cache.discard(scratch) }
-                background.run(name: "miniapp.trash") { cache.emptyTrash(orphans: true) }
-                return outcome
-            } catch {
-                try? await executor.runToCompletion {
-                    cache.discard(scratch)
-                    cache.emptyTrash()
-                }
-                throw error
-            }
-        } catch {
-            try? await executor.runToCompletion { cache.removeIfEmpty(created) }
-            throw error
-        }
-    }
-
     /// Commits a verified stage with its record (the size being the sum of `files`), and reports it.
     /// A cancellation that comes before the commit stops it; once committing, the install completes.
     private func finish(
-        stage: String, files: [BundleFile], appId: String, versionId: String, versionTag: String?,
+        stage: BundleCache.Stage, files: [BundleFile], appId: String, versionId: String, versionTag: String?,
         source: InstallSource, outcome: SignatureOutcome, sha256: [UInt8], transfer: Transfer?, signature: String?,
         signer: PublicKey? = nil, repairing repaired: InstallRecord? = nil, downgrade: Downgrade = .none
     ) async throws -> InstallOutcome {
@@ -859,7 +779,6 @@ public final class BundleInstaller: Sendable {
         }
         let cache = self.cache, preview = configuration.preview
         let keyStore = verifier.keyStore
-        let background = self.background
         let staged = record
         var committed = try await executor.runToCompletion { () throws -> InstallRecord in
             var staged = staged
@@ -868,20 +787,11 @@ public final class BundleInstaller: Sendable {
             case .from(let newer): staged.downgradedFrom = newer
             case .check:
                 // A version asked for by id: older than the latest remembered, or than one installed?
-                staged.downgradedFrom = (try? cache.rollback(appId: appId, offered: AppVersion(versionId: versionId, versionTag: versionTag), preview: preview))??.newer
+                staged.downgradedFrom = (try? cache.latestCheck(appId: appId, offered: AppVersion(versionId: versionId, versionTag: versionTag), preview: preview))?.rollback?.newer
             }
-            var committed = try cache.commit(stage: stage, record: staged)
-            if source == .network, repaired == nil {
-                // Remembered for the rollback check (a failure to note it leaves the cache's records to tell).
-                var history = try? cache.latestHistory(appId: appId, preview: preview)
-                if history?.noteInstalled(AppVersion(versionId: versionId, versionTag: versionTag), at: now) == true, let history {
-                    try? cache.writeLatestHistory(history, appId: appId, preview: preview)
-                }
-            }
+            // Noted in the memory of the latest versions when from the platform, for the rollback check.
+            let committed = try stage.commit(staged, fromPlatform: source == .network && repaired == nil, preview: preview)
             if let key = outcome.fetchedKey { keyStore?.store(key) }
-            committed.zipBytes = cache.keptZipBytes(committed)
-            // Only the most recently installed version of an app keeps its zip.
-            if committed.zipBytes > 0 { cache.dropKeptZips(appId: appId, except: versionId, on: background) }
             return committed
         }
         committed.source = repaired == nil ? source : .cache
@@ -903,13 +813,14 @@ public final class BundleInstaller: Sendable {
     /// copy the cache keeps. With `reuse`, the entries of `zip` copied whole from the kept zip of the
     /// version of `reuse.record` (proven intact) are hard links to that version's files, not inflated.
     private func unpack(
-        _ zip: String, into stage: String, appId: String, versionId: String, keepAs: String?,
+        _ zip: String, into staged: BundleCache.Stage, appId: String, versionId: String, keepAs: String?,
         reuse: (record: InstallRecord, zip: String, copied: [UInt64: UInt64])? = nil
     ) async throws -> [BundleFile] {
         let limits = configuration.extraction
         let cache = self.cache
         let logger = self.logger
         return try await executor.run {
+            let stage = staged.path
             let raw = stage + "/raw"
             var extractor = ArchiveExtractor(limits: limits)
             extractor.fileMode = 0o444
@@ -923,7 +834,7 @@ public final class BundleInstaller: Sendable {
             guard rename(result.bundleDirectory, stage + "/bundle") == 0 else { throw CacheError.system(stage + "/bundle") }
             if result.bundleDirectory != raw { rmdir(raw) }
             _ = try BundleManifest.read(bundleDirectory: stage + "/bundle")
-            let files = cache.shareFiles(stage: stage, files: result.files, linkedPaths: result.linkedPaths, appId: appId, versionId: versionId)
+            let files = staged.shareFiles(result.files, linkedPaths: result.linkedPaths)
             try Self.writeFileList(files, directories: result.directories, stage: stage)
             if let keepAs {
                 let kept = stage + "/" + keepAs + ".zip"
